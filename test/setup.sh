@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# setup.sh installs what cutover's tests need on a fresh Debian machine and is a no-op when
+# everything is there: OpenSSH (real sshd for the node-access tests), pdsh (the benchmark's
+# baseline), debootstrap (the test cluster's node image) and iproute2 (cutting nodes off).
+# It also creates the unprivileged login used by the SSH tests and benchmarks, whose shell
+# reads no start-up files, so timings measure cutover and sshd, not a shell profile.
+set -euo pipefail
+
+need=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+command -v ssh-agent >/dev/null 2>&1 || need+=(openssh-client)
+command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: missing ${need[*]}; run as root to install them" >&2
+		exit 1
+	fi
+	echo "setup: installing ${need[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# The test login: a plain /bin/sh user, so a remote command starts no profile scripts.
+if [ "$(id -u)" -eq 0 ] && ! id cutover-test >/dev/null 2>&1; then
+	useradd --system --home-dir /var/lib/cutover-test --create-home --shell /bin/sh cutover-test
+fi
+# sshd refuses to start without its privilege-separation directory.
+[ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
