@@ -1,0 +1,24 @@
+package layout
+
+import "io/fs"
+
+// FS is the small set of file operations layout needs on one node. The caller's node
+// connection (the local os package, or SFTP) satisfies it. Paths are absolute and use "/".
+// A missing path must give an error that satisfies errors.Is(err, fs.ErrNotExist).
+type FS interface {
+	// Lstat describes name without following a final symlink.
+	Lstat(name string) (fs.FileInfo, error)
+	// Stat describes name, following symlinks.
+	Stat(name string) (fs.FileInfo, error)
+	// Readlink returns the target of the symlink name, exactly as stored.
+	Readlink(name string) (string, error)
+	// Symlink creates newname as a symlink to oldname; it fails if newname exists.
+	Symlink(oldname, newname string) error
+	// Rename is a POSIX rename: it atomically replaces newname if it exists. (Over SFTP this
+	// is the posix-rename@openssh.com extension, not the plain SFTP rename.)
+	Rename(oldname, newname string) error
+	// Remove removes the file or symlink name.
+	Remove(name string) error
+	// ReadDir describes the entries of the directory name, without following symlinks.
+	ReadDir(name string) ([]fs.FileInfo, error)
+}

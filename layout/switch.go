@@ -1,0 +1,182 @@
+package layout
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// tempMarker is part of every temporary link's name: <dir>/.<link>.cutover-<random>.
+const tempMarker = ".cutover-"
+
+// Switch points both links of the node at version's trees (version or its VERSIONDIR):
+//
+//  1. Check that both trees of version exist; otherwise refuse (IsNotInstalled), changing
+//     nothing.
+//  2. Refuse (IsNotSideBySide) if a link path exists and is not a symlink, changing nothing.
+//     A missing link is fine: it is created below (a fresh installation). A symlink is
+//     replaced wherever it points; callers that must not repair a foreign target check Live
+//     first.
+//  3. Remove the temporary links an interrupted earlier Switch may have left next to the
+//     links.
+//  4. For each link, lib then share: if it already points to its tree, leave it (so Switch is
+//     idempotent). Otherwise create a symlink to the tree under a unique temporary name in the
+//     link's own directory (.lib.cutover-RANDOM), rename it over the link (an atomic replace:
+//     the link names the old tree or the new one, never nothing), then read the link back and
+//     fail unless it names the tree. On any error the temporary link is removed.
+//  5. If a link fails, put back the links this call already replaced, including the failed
+//     one if it was renamed before its read-back failed: to the old target the same way, or
+//     removed if it was missing. So the node is not left with its links on two versions.
+//
+// Targets are written as root-less absolute paths (/usr/lib/<app>/<VERSIONDIR>). ctx is
+// checked until step 4 begins; from then on Switch finishes (or puts back) both links, so a
+// cancellation never leaves a node half-switched.
+func (l *Layout) Switch(ctx context.Context, fsys FS, version string) error {
+	if err := l.doSwitch(ctx, fsys, version); err != nil {
+		return fmt.Errorf("switch %s to %s: %w", l.app, version, err)
+	}
+	return nil
+}
+
+// doSwitch is Switch without the operation prefix on its errors.
+func (l *Layout) doSwitch(ctx context.Context, fsys FS, version string) error {
+	lib, share, err := l.Trees(version)
+	if err != nil {
+		return err
+	}
+	if err := l.CheckInstalled(ctx, fsys, version); err != nil {
+		return err
+	}
+	links := l.links()
+	targets := []string{lib, share}
+	old := make([]string, len(links)) // current targets; "" when the link is missing
+	var errs []error
+	for i, lk := range links {
+		if err := ctxErr(ctx, "inspect "+lk.path); err != nil {
+			return err
+		}
+		old[i], err = l.currentTarget(fsys, lk.path)
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := l.removeStaleTemps(fsys); err != nil {
+		return err
+	}
+	for i, lk := range links {
+		if old[i] == targets[i] {
+			continue
+		}
+		renamed, err := l.replaceLink(fsys, lk.path, targets[i])
+		if err == nil {
+			continue
+		}
+		errs := []error{err}
+		for j := range i {
+			if old[j] != targets[j] {
+				errs = append(errs, l.restore(fsys, links[j].path, old[j]))
+			}
+		}
+		if renamed {
+			errs = append(errs, l.restore(fsys, lk.path, old[i]))
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// currentTarget returns the target of the link at p, "" if there is no link, and a
+// not-side-by-side error if p is something else.
+func (l *Layout) currentTarget(fsys FS, p string) (string, error) {
+	fi, err := fsys.Lstat(l.at(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("inspect %s: %w", p, err)
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return "", newError(kindNotSideBySide, "%s is %s, not a symlink: not a side-by-side installation",
+			p, describe(fi))
+	}
+	target, err := fsys.Readlink(l.at(p))
+	if err != nil {
+		return "", fmt.Errorf("read link %s: %w", p, err)
+	}
+	return target, nil
+}
+
+// replaceLink atomically makes the link at p point to target and reads it back. renamed
+// reports whether the link itself was replaced, even if reading it back then failed.
+func (l *Layout) replaceLink(fsys FS, p, target string) (renamed bool, err error) {
+	tmp := path.Join(path.Dir(p), "."+path.Base(p)+tempMarker+rand.Text())
+	if err := fsys.Symlink(target, l.at(tmp)); err != nil {
+		return false, errors.Join(fmt.Errorf("create %s: %w", tmp, err), l.removeTemp(fsys, tmp))
+	}
+	if err := fsys.Rename(l.at(tmp), l.at(p)); err != nil {
+		return false, errors.Join(fmt.Errorf("rename %s to %s: %w", tmp, p, err), l.removeTemp(fsys, tmp))
+	}
+	got, err := fsys.Readlink(l.at(p))
+	if err != nil {
+		return true, fmt.Errorf("read back %s: %w", p, err)
+	}
+	if got != target {
+		return true, fmt.Errorf("read back %s: points to %q, want %q", p, got, target)
+	}
+	return true, nil
+}
+
+// removeTemp removes the temporary link tmp if it exists.
+func (l *Layout) removeTemp(fsys FS, tmp string) error {
+	if err := fsys.Remove(l.at(tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove temporary link %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// restore puts the link at p back to target, or removes it if target is "" (it was missing).
+func (l *Layout) restore(fsys FS, p, target string) error {
+	if target == "" {
+		if err := fsys.Remove(l.at(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s, which was missing before: %w", p, err)
+		}
+		return nil
+	}
+	if _, err := l.replaceLink(fsys, p, target); err != nil {
+		return fmt.Errorf("put %s back to %q: %w", p, target, err)
+	}
+	return nil
+}
+
+// removeStaleTemps removes temporary links left in the links' directory by a Switch that was
+// killed between creating one and renaming it. A missing directory has none.
+func (l *Layout) removeStaleTemps(fsys FS) error {
+	dir := path.Dir(l.LibLink())
+	entries, err := fsys.ReadDir(l.at(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Mode()&fs.ModeSymlink != 0 && isTempName(e.Name()) {
+			errs = append(errs, l.removeTemp(fsys, path.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isTempName reports whether name is a temporary link name of one of the links.
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, ".lib"+tempMarker) || strings.HasPrefix(name, ".share"+tempMarker)
+}
