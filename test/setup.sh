@@ -14,6 +14,13 @@ command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 
+# The layout tests unpack Debian's ganeti packages: they need the package lists.
+fresh_lists=no
+if [ "$(id -u)" -eq 0 ] && ! apt-cache show ganeti-3.0 >/dev/null 2>&1; then
+	apt-get update -qq || echo "setup: apt-get update failed; the Debian package tests will say why" >&2
+	fresh_lists=yes
+fi
+
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: missing ${need[*]}; run as root to install them" >&2
@@ -21,7 +28,7 @@ if [ ${#need[@]} -gt 0 ]; then
 	fi
 	echo "setup: installing ${need[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
+	[ "$fresh_lists" = yes ] || apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
