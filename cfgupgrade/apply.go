@@ -1,0 +1,180 @@
+package cfgupgrade
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Options tune Apply.
+type Options struct {
+	// DryRun computes the report, with its diff, and writes nothing.
+	DryRun bool
+	// Now dates the backup; the zero time means time.Now().
+	Now time.Time
+}
+
+// backupTime is the layout of the UTC time in a backup's name.
+const backupTime = "20060102T150405Z"
+
+// Apply migrates the config file spec.File from version from to version to
+// with migs (see Migrate) and returns the report and the path of the backup
+// it took.
+//
+// Apply first writes a backup copy of the file next to it, named
+// <file>.<config version>-<UTC time>.bak (e.g.
+// config.json.1.0.0-20261121T180102Z.bak), mode 0600 and synced to disk. It
+// then writes the new config to a temporary file in the same directory with
+// the original file's mode and owner, syncs it, renames it over the original
+// and syncs the directory, so the config is either wholly old or wholly new.
+// A symbolic link is followed and the file it names is replaced. On any error
+// before that rename the original file is unchanged and no backup is left.
+//
+// Apply is idempotent: a config whose version already is to (a run redone
+// after a crash, a downgrade applied twice) is left alone, and Apply returns
+// a report with no steps and no backup. With opts.DryRun, Apply writes
+// nothing and returns the report with its diff.
+func Apply(spec Spec, from, to string, migs []Migration, opts Options) (Report, string, error) {
+	if err := spec.checkFile(); err != nil {
+		return Report{}, "", err
+	}
+	if _, err := parseVersion(from); err != nil {
+		return Report{}, "", fmt.Errorf("migrate %s: live version: %w", spec.File, err)
+	}
+	target, err := parseVersion(to)
+	if err != nil {
+		return Report{}, "", fmt.Errorf("migrate %s: target version: %w", spec.File, err)
+	}
+	file, err := filepath.EvalSymlinks(spec.File)
+	if err != nil {
+		return Report{}, "", fmt.Errorf("read config: %w", err)
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		return Report{}, "", fmt.Errorf("read config: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return Report{}, "", fmt.Errorf("config %s is not a regular file", file)
+	}
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		return Report{}, "", fmt.Errorf("read config: %w", err)
+	}
+	current, err := VersionOf(doc, spec)
+	if err != nil {
+		return Report{}, "", err
+	}
+	if current == target.String() {
+		return Report{From: current, To: current}, "", nil
+	}
+	out, rep, err := Migrate(doc, spec, from, to, migs)
+	if err != nil || opts.DryRun {
+		return rep, "", err
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	backup, err := writeBackup(file, doc, current, now)
+	if err != nil {
+		return Report{}, "", err
+	}
+	renamed, err := replaceFile(file, out, info)
+	if err != nil && !renamed {
+		os.Remove(backup)
+		return Report{}, "", err
+	}
+	return rep, backup, err
+}
+
+// writeBackup writes data to a new backup file of file, mode 0600, synced.
+func writeBackup(file string, data []byte, version string, now time.Time) (string, error) {
+	base := fmt.Sprintf("%s.%s-%s", file, version, now.UTC().Format(backupTime))
+	for n := 1; n <= 100; n++ {
+		name := base + ".bak"
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d.bak", base, n)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("back up config: %w", err)
+		}
+		err = f.Chmod(0o600)
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(filepath.Dir(name))
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("back up config to %s: %w", name, err)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("back up config: every name %s*.bak is taken", base)
+}
+
+// replaceFile atomically replaces file with data, keeping info's mode and
+// owner. renamed reports whether file was replaced (the error then is
+// about syncing the directory).
+func replaceFile(file string, data []byte, info fs.FileInfo) (renamed bool, err error) {
+	dir := filepath.Dir(file)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
+	if err != nil {
+		return false, fmt.Errorf("write config %s: %w", file, err)
+	}
+	name := tmp.Name()
+	err = tmp.Chmod(info.Mode().Perm())
+	if err == nil {
+		err = keepOwner(tmp, info)
+	}
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, file)
+	}
+	if err != nil {
+		os.Remove(name)
+		return false, fmt.Errorf("write config %s: %w", file, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return true, fmt.Errorf("write config %s: %w", file, err)
+	}
+	return true, nil
+}
+
+// syncDir makes a rename or a new file in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
