@@ -1,0 +1,232 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"time"
+)
+
+// Conn is one node's connection: local for the master, SSH for the others.
+// It is safe for concurrent use. Its file operations take absolute paths and
+// work through the os package locally and through SFTP over the same SSH
+// connection remotely; a missing path gives an error that satisfies
+// errors.Is(err, fs.ErrNotExist).
+type Conn struct {
+	name    string
+	timeout time.Duration // per command
+	ssh     *sshClient    // nil for the local connection
+	fs      fileSystem
+}
+
+// fileSystem is what a node's file operations are built on.
+type fileSystem interface {
+	Lstat(name string) (fs.FileInfo, error)
+	Stat(name string) (fs.FileInfo, error)
+	Readlink(name string) (string, error)
+	Symlink(oldname, newname string) error
+	Rename(oldname, newname string) error
+	Remove(name string) error
+	ReadDir(name string) ([]fs.FileInfo, error)
+	ReadFile(name string) ([]byte, error)
+	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
+	MkdirAll(name string, perm fs.FileMode) error
+	Chmod(name string, perm fs.FileMode) error
+}
+
+// Node returns the name of the node the connection reaches.
+func (c *Conn) Node() string { return c.name }
+
+// Local reports whether the connection is the master's own, local one.
+func (c *Conn) Local() bool { return c.ssh == nil }
+
+// alive reports whether the connection can still be used.
+func (c *Conn) alive() bool { return c.ssh == nil || c.ssh.alive() }
+
+// close ends an SSH connection; the local one has nothing to close.
+func (c *Conn) close() error {
+	if c.ssh == nil {
+		return nil
+	}
+	return c.ssh.close()
+}
+
+// Run runs argv on the node: the arguments are quoted with QuoteArgs and the
+// line is run by the node's shell (the login shell over SSH, sh locally). It
+// returns a non-nil error when the command does not exit 0, naming the node,
+// the command, the exit code and the tail of its standard error, and when
+// the connection fails or the command timeout or ctx ends it; the Result is
+// filled as far as known in every case. A command that runs out of time is
+// killed and its error satisfies IsTimeout.
+func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
+	if len(argv) == 0 {
+		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
+	}
+	line := QuoteArgs(argv)
+	return c.run(ctx, line, line)
+}
+
+// RunShell runs script with `sh -c` on the node, with the same results and
+// errors as Run. The script reaches sh unchanged, so it may use any shell
+// syntax; it must not contain unvalidated input.
+func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
+	return c.run(ctx, "sh -c "+Quote(script), script)
+}
+
+// run runs line; shown is what error messages call the command.
+func (c *Conn) run(ctx context.Context, line, shown string) (Result, error) {
+	if c.ssh == nil {
+		return c.runLocal(ctx, line, shown)
+	}
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	stdout, stderr := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
+	code, err := c.ssh.run(runCtx, line, stdout, stderr)
+	timedOut := false
+	if err != nil && runCtx.Err() != nil {
+		// The command was stopped: by the caller, or by its timeout.
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		} else {
+			err, timedOut = runCtx.Err(), true
+		}
+	}
+	outBytes, errBytes := stdout.Bytes(), stderr.Bytes()
+	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: outBytes, Stderr: errBytes, Duration: time.Since(start)}
+	if err != nil {
+		res.ExitCode = -1
+	}
+	return res, commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err)
+}
+
+// fsError wraps a file operation's error with the node's name.
+func (c *Conn) fsError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", c.name, err)
+}
+
+// checkAbs refuses a path that is not absolute: remotely it would resolve
+// against the login's home directory.
+func (c *Conn) checkAbs(op string, names ...string) error {
+	for _, name := range names {
+		if !path.IsAbs(name) {
+			return fmt.Errorf("%s: %s %q: %w", c.name, op, name, errNotAbsolute)
+		}
+	}
+	return nil
+}
+
+var errNotAbsolute = errors.New("path is not absolute")
+
+// Lstat describes the named file; a symbolic link is described itself.
+func (c *Conn) Lstat(name string) (fs.FileInfo, error) {
+	if err := c.checkAbs("lstat", name); err != nil {
+		return nil, err
+	}
+	fi, err := c.fs.Lstat(name)
+	return fi, c.fsError(err)
+}
+
+// Stat describes the named file, following symbolic links.
+func (c *Conn) Stat(name string) (fs.FileInfo, error) {
+	if err := c.checkAbs("stat", name); err != nil {
+		return nil, err
+	}
+	fi, err := c.fs.Stat(name)
+	return fi, c.fsError(err)
+}
+
+// Readlink returns the target of the symbolic link name, as stored.
+func (c *Conn) Readlink(name string) (string, error) {
+	if err := c.checkAbs("readlink", name); err != nil {
+		return "", err
+	}
+	target, err := c.fs.Readlink(name)
+	return target, c.fsError(err)
+}
+
+// Symlink creates newname as a symbolic link to oldname. oldname is stored as
+// given and may be relative; newname must not exist.
+func (c *Conn) Symlink(oldname, newname string) error {
+	if oldname == "" {
+		return fmt.Errorf("%s: symlink %q: empty target", c.name, newname)
+	}
+	if err := c.checkAbs("symlink", newname); err != nil {
+		return err
+	}
+	return c.fsError(c.fs.Symlink(oldname, newname))
+}
+
+// Rename renames oldname to newname with POSIX semantics: an existing
+// newname (a file or a symbolic link) is replaced atomically. Remotely it
+// uses the posix-rename@openssh.com SFTP extension.
+func (c *Conn) Rename(oldname, newname string) error {
+	if err := c.checkAbs("rename", oldname, newname); err != nil {
+		return err
+	}
+	return c.fsError(c.fs.Rename(oldname, newname))
+}
+
+// Remove removes the named file, symbolic link or empty directory.
+func (c *Conn) Remove(name string) error {
+	if err := c.checkAbs("remove", name); err != nil {
+		return err
+	}
+	return c.fsError(c.fs.Remove(name))
+}
+
+// ReadDir describes the entries of the named directory, sorted by name.
+// Symbolic links are described themselves.
+func (c *Conn) ReadDir(name string) ([]fs.FileInfo, error) {
+	if err := c.checkAbs("readdir", name); err != nil {
+		return nil, err
+	}
+	infos, err := c.fs.ReadDir(name)
+	return infos, c.fsError(err)
+}
+
+// ReadFile returns the contents of the named file.
+func (c *Conn) ReadFile(name string) ([]byte, error) {
+	if err := c.checkAbs("read", name); err != nil {
+		return nil, err
+	}
+	data, err := c.fs.ReadFile(name)
+	return data, c.fsError(err)
+}
+
+// WriteFileAtomic replaces the named file with data and mode perm so that a
+// reader sees either the old or the new contents: it writes a temporary file
+// in the same directory, syncs it to disk, sets perm (exactly, whatever the
+// umask), and renames it over name; locally it then syncs the directory. The
+// temporary file is removed when a step fails.
+func (c *Conn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	if err := c.checkAbs("write", name); err != nil {
+		return err
+	}
+	if perm&^fs.ModePerm != 0 {
+		return fmt.Errorf("%s: write %s: mode %v has more than permission bits", c.name, name, perm)
+	}
+	return c.fsError(c.fs.WriteFileAtomic(name, data, perm))
+}
+
+// MkdirAll creates the directory name and any missing parents. Directories it
+// creates get perm (locally less the umask); existing ones are left alone.
+func (c *Conn) MkdirAll(name string, perm fs.FileMode) error {
+	if err := c.checkAbs("mkdir", name); err != nil {
+		return err
+	}
+	return c.fsError(c.fs.MkdirAll(name, perm))
+}
+
+// Chmod sets the permission bits of the named file.
+func (c *Conn) Chmod(name string, perm fs.FileMode) error {
+	if err := c.checkAbs("chmod", name); err != nil {
+		return err
+	}
+	return c.fsError(c.fs.Chmod(name, perm))
+}

@@ -1,0 +1,245 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// SSHConfig defaults.
+const (
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultCommandTimeout    = 10 * time.Minute
+	DefaultKeepaliveInterval = 5 * time.Second
+	DefaultKeepaliveMax      = 3
+)
+
+// SSHConfig says how to reach nodes over SSH. Zero durations and counts take
+// the defaults above.
+type SSHConfig struct {
+	User              string
+	IdentityFiles     []string      // unencrypted private keys; a missing file is an error naming it
+	AgentSocket       string        // ssh-agent socket; "" means none (callers pass os.Getenv("SSH_AUTH_SOCK"))
+	KnownHosts        []string      // known_hosts files; files that do not exist are skipped, but one must exist
+	ConnectTimeout    time.Duration // TCP connect plus SSH handshake; default 10s
+	CommandTimeout    time.Duration // per command; default 10m
+	KeepaliveInterval time.Duration // default 5s
+	KeepaliveMax      int           // missed keepalives before the connection is declared dead; default 3
+}
+
+// withDefaults returns cfg with zero values replaced by the defaults.
+func (cfg SSHConfig) withDefaults() SSHConfig {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.CommandTimeout <= 0 {
+		cfg.CommandTimeout = DefaultCommandTimeout
+	}
+	if cfg.KeepaliveInterval <= 0 {
+		cfg.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if cfg.KeepaliveMax <= 0 {
+		cfg.KeepaliveMax = DefaultKeepaliveMax
+	}
+	return cfg
+}
+
+// Pool holds at most one connection per node of an inventory, dialed on
+// first use and reused for every command and SFTP operation. The master
+// (the inventory's Master) is reached locally, never over SSH. A connection
+// found dead is dropped, and the next Conn call for its node dials again.
+// A Pool is safe for concurrent use.
+type Pool struct {
+	inv      *Inventory
+	cfg      SSHConfig
+	auth     ssh.AuthMethod // nil when no node needs SSH
+	hostKeys *hostKeys
+	agent    net.Conn
+
+	mu     sync.Mutex
+	closed bool
+	slots  map[string]*slot
+}
+
+// slot is one node's place in the pool.
+type slot struct {
+	dialing chan struct{} // held (one element) while the node is dialed
+	conn    *Conn         // guarded by Pool.mu
+}
+
+// NewPool returns a pool for the inventory's nodes. It loads the identity
+// files, connects to the agent and reads known_hosts up front, so that a
+// configuration mistake shows before any node is contacted. A cluster of the
+// master alone needs no SSH settings.
+func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
+	if inv == nil {
+		return nil, errors.New("new pool: no inventory")
+	}
+	if err := inv.checkMaster(); err != nil {
+		return nil, fmt.Errorf("new pool: %w", err)
+	}
+	p := &Pool{inv: inv, cfg: cfg.withDefaults(), slots: make(map[string]*slot, len(inv.Nodes))}
+	needSSH := false
+	for _, n := range inv.Nodes {
+		s := &slot{dialing: make(chan struct{}, 1)}
+		if n.Name == inv.Master {
+			s.conn = &Conn{name: n.Name, timeout: p.cfg.CommandTimeout, fs: localFS{}}
+		} else {
+			needSSH = true
+		}
+		p.slots[n.Name] = s
+	}
+	if !needSSH {
+		return p, nil
+	}
+	if err := p.loadSSH(); err != nil {
+		if p.agent != nil {
+			p.agent.Close()
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// loadSSH prepares authentication and host-key checking.
+func (p *Pool) loadSSH() error {
+	if p.cfg.User == "" {
+		return errors.New("ssh: no user configured")
+	}
+	var signers []ssh.Signer
+	for _, f := range p.cfg.IdentityFiles {
+		s, err := loadIdentity(f)
+		if err != nil {
+			return err
+		}
+		signers = append(signers, s)
+	}
+	var agentClient agent.ExtendedAgent
+	if p.cfg.AgentSocket != "" {
+		conn, err := net.Dial("unix", p.cfg.AgentSocket)
+		if err != nil {
+			return fmt.Errorf("ssh-agent %s: %w", p.cfg.AgentSocket, err)
+		}
+		p.agent = conn
+		agentClient = agent.NewClient(conn)
+	}
+	if len(signers) == 0 && agentClient == nil {
+		return errors.New("ssh: no identity files and no ssh-agent: nothing to log in with")
+	}
+	// One public-key method offering every key: the client tries each kind
+	// of method once, so keys split across methods would go untried.
+	p.auth = ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
+		if agentClient == nil {
+			return signers, nil
+		}
+		fromAgent, err := agentClient.Signers()
+		if err != nil && len(signers) == 0 {
+			return nil, fmt.Errorf("ssh-agent %s: %w", p.cfg.AgentSocket, err)
+		}
+		return append(append([]ssh.Signer(nil), signers...), fromAgent...), nil
+	})
+	hk, err := loadHostKeys(p.cfg.KnownHosts)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	p.hostKeys = hk
+	return nil
+}
+
+// loadIdentity reads an unencrypted private key file.
+func loadIdentity(file string) (ssh.Signer, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("identity file: %w", err)
+	}
+	s, err := ssh.ParsePrivateKey(data)
+	var missing *ssh.PassphraseMissingError
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("identity file %s: the key is encrypted; load it into ssh-agent instead", file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("identity file %s: %w", file, err)
+	}
+	return s, nil
+}
+
+// Conn returns the connection to the node called name, dialing it when the
+// pool holds none or the one it holds is dead. Concurrent callers for one
+// node share a single dial.
+func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
+	n, ok := p.inv.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: not in the inventory", name)
+	}
+	p.mu.Lock()
+	s := p.slots[name]
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%s: connect: pool is closed", name)
+	}
+	select {
+	case s.dialing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: connect: %w", name, ctx.Err())
+	}
+	defer func() { <-s.dialing }()
+
+	p.mu.Lock()
+	old := s.conn
+	p.mu.Unlock()
+	if old != nil && old.alive() {
+		return old, nil
+	}
+	if old != nil {
+		old.close()
+	}
+	sc, err := p.dialSSH(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{name: name, timeout: p.cfg.CommandTimeout, ssh: sc, fs: remoteFS{sc}}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.close()
+		return nil, fmt.Errorf("%s: connect: pool is closed", name)
+	}
+	s.conn = c
+	return c, nil
+}
+
+// Close closes every connection. Commands still running on them fail.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	var conns []*Conn
+	for _, s := range p.slots {
+		if s.conn != nil {
+			conns = append(conns, s.conn)
+			s.conn = nil
+		}
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, c := range conns {
+		if err := c.close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("%s: close: %w", c.name, err))
+		}
+	}
+	if p.agent != nil {
+		p.agent.Close()
+	}
+	return errors.Join(errs...)
+}

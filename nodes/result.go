@@ -1,0 +1,171 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Output bounds: what a Result keeps of a command's output.
+const (
+	maxStdout = 4 << 20  // the first 4 MiB of standard output
+	maxStderr = 64 << 10 // the last 64 KiB of standard error
+)
+
+// maxTailInError bounds the stderr tail quoted in an error message.
+const maxTailInError = 300
+
+// Result is what one command did.
+type Result struct {
+	Node     string
+	Command  string // the command line as sent
+	ExitCode int    // -1 when the command did not finish (transport failure, timeout, signal)
+	Stdout   []byte // bounded: at most the first 4 MiB kept
+	Stderr   []byte // bounded: the last 64 KiB kept
+	Duration time.Duration
+}
+
+// runError is the error of a command that did not exit 0.
+type runError struct {
+	node    string
+	command string // what the operator recognises: the argv line or the script
+	code    int    // exit code, -1 when the command did not run to an exit
+	tail    string // the end of standard error, on one line
+	timeout time.Duration
+	err     error // the transport or context error, if any
+}
+
+func (e *runError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: run %q: ", e.node, e.command)
+	switch {
+	case e.timeout > 0:
+		fmt.Fprintf(&b, "timed out after %s", e.timeout)
+	case e.err != nil:
+		b.WriteString(e.err.Error())
+	default:
+		fmt.Fprintf(&b, "exit %d", e.code)
+	}
+	if e.tail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.tail)
+	}
+	return b.String()
+}
+
+func (e *runError) Unwrap() error { return e.err }
+
+// ExitCode returns the exit code carried by an error from Run or RunShell,
+// and whether the command ran to an exit at all (false for transport
+// failures, timeouts and signals).
+func ExitCode(err error) (int, bool) {
+	var re *runError
+	if errors.As(err, &re) && re.code >= 0 {
+		return re.code, true
+	}
+	return -1, false
+}
+
+// IsTimeout reports whether err says time ran out: a command hit its
+// per-command timeout or its context's deadline, or a connection attempt hit
+// the connect timeout.
+func IsTimeout(err error) bool {
+	var re *runError
+	if errors.As(err, &re) && re.timeout > 0 {
+		return true
+	}
+	var de *dialError
+	if errors.As(err, &de) && de.timeout > 0 {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// stderrTail renders the end of a command's standard error on one line for
+// an error message.
+func stderrTail(b []byte) string {
+	lines := trimmedLines(b)
+	s := strings.Join(lines, "; ")
+	if len(s) <= maxTailInError {
+		return s
+	}
+	s = s[len(s)-maxTailInError:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return "..." + s
+}
+
+// headBuffer keeps the first max bytes written to it and discards the rest,
+// so a chatty command never blocks or exhausts memory. Safe for concurrent
+// use.
+type headBuffer struct {
+	mu        sync.Mutex
+	max       int
+	buf       []byte
+	truncated bool
+}
+
+func newHeadBuffer(max int) *headBuffer { return &headBuffer{max: max} }
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	room := h.max - len(h.buf)
+	if len(p) > room {
+		h.buf = append(h.buf, p[:room]...)
+		h.truncated = true
+	} else {
+		h.buf = append(h.buf, p...)
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of what was kept.
+func (h *headBuffer) Bytes() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]byte(nil), h.buf...)
+}
+
+// Truncated reports whether anything was discarded.
+func (h *headBuffer) Truncated() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.truncated
+}
+
+// tailBuffer keeps the last max bytes written to it. Safe for concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// Bytes returns a copy of what was kept.
+func (t *tailBuffer) Bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}

@@ -1,0 +1,295 @@
+package nodes_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/nodes/sshdtest"
+)
+
+// transports returns a local connection and an SSH connection, each given
+// cfg changes by edit, so one test checks both behave the same.
+func transports(t *testing.T, edit func(*nodes.SSHConfig)) []*nodes.Conn {
+	t.Helper()
+	c := sshdtest.Start(t, 1)
+	p := newPool(t, c, edit)
+	return []*nodes.Conn{conn(t, p, localMaster), conn(t, p, "node1")}
+}
+
+func transportName(c *nodes.Conn) string {
+	if c.Local() {
+		return "local"
+	}
+	return "ssh"
+}
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		argv       []string // Run when set
+		script     string   // RunShell otherwise
+		wantCode   int
+		wantStdout string
+		wantStderr string // suffix of Stderr
+		wantErr    string // substring of the error after the node name; "" means no error
+	}{
+		{name: "ok", argv: []string{"echo", "hello"}, wantStdout: "hello\n"},
+		{name: "quoted args", argv: []string{"printf", "%s|", "a b", "it's", "$(id)", "`id`", "", "x\ny", "ünï"},
+			wantStdout: "a b|it's|$(id)|`id`||x\ny|ünï|"},
+		{name: "reserved word is a plain word", argv: []string{"if"}, wantCode: 127, wantErr: `run "'if'": exit 127`},
+		{name: "assignment is a plain word", argv: []string{"A=b"}, wantCode: 127, wantErr: "exit 127"},
+		{name: "exit code", script: "exit 3", wantCode: 3, wantErr: `run "exit 3": exit 3`},
+		{name: "stderr in error", script: "echo first >&2; echo 'it failed' >&2; exit 1", wantCode: 1,
+			wantStderr: "first\nit failed\n", wantErr: `run "echo first >&2; echo 'it failed' >&2; exit 1": exit 1: first; it failed`},
+		{name: "stdout and stderr", script: "echo out; echo err >&2", wantStdout: "out\n", wantStderr: "err\n"},
+		{name: "shell syntax", script: `for i in 1 2 3; do printf "$i"; done; [ "$(echo x)" = x ] && echo ok`,
+			wantStdout: "123ok\n"},
+		{name: "stdout bounded", script: "head -c 5000000 /dev/zero", wantStdout: strings.Repeat("\x00", 4<<20)},
+		{name: "stderr keeps the end", script: "head -c 100000 /dev/zero | tr '\\000' x >&2; echo END >&2",
+			wantStderr: strings.Repeat("x", 64<<10-4) + "END\n"},
+	}
+	for _, c := range transports(t, nil) {
+		for _, tt := range tests {
+			t.Run(transportName(c)+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				var res nodes.Result
+				var err error
+				if tt.argv != nil {
+					res, err = c.Run(context.Background(), tt.argv...)
+				} else {
+					res, err = c.RunShell(context.Background(), tt.script)
+				}
+				if res.ExitCode != tt.wantCode {
+					t.Errorf("ExitCode = %d, want %d (err %v)", res.ExitCode, tt.wantCode, err)
+				}
+				if res.Node != c.Node() {
+					t.Errorf("Node = %q, want %q", res.Node, c.Node())
+				}
+				if got := string(res.Stdout); got != tt.wantStdout {
+					t.Errorf("Stdout = %.80q (%d bytes), want %.80q (%d bytes)", got, len(got), tt.wantStdout, len(tt.wantStdout))
+				}
+				if tt.wantStderr != "" && string(res.Stderr) != tt.wantStderr {
+					t.Errorf("Stderr = %.80q (%d bytes), want %.80q (%d bytes)", res.Stderr, len(res.Stderr), tt.wantStderr, len(tt.wantStderr))
+				}
+				if tt.wantErr == "" {
+					if err != nil {
+						t.Fatalf("err = %v, want nil", err)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("err = nil, want %q", tt.wantErr)
+				}
+				if !strings.HasPrefix(err.Error(), c.Node()+": ") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err = %q, want %q after the node name", err, tt.wantErr)
+				}
+				if code, ok := nodes.ExitCode(err); !ok || code != tt.wantCode {
+					t.Errorf("ExitCode(err) = %d, %v, want %d, true", code, ok, tt.wantCode)
+				}
+				if nodes.IsTimeout(err) {
+					t.Errorf("IsTimeout(%v) = true, want false", err)
+				}
+			})
+		}
+	}
+}
+
+func TestRunCommandLine(t *testing.T) {
+	t.Parallel()
+	for _, c := range transports(t, nil) {
+		t.Run(transportName(c), func(t *testing.T) {
+			res, err := c.Run(context.Background(), "echo", "a b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "echo 'a b'"; res.Command != want {
+				t.Errorf("Run: Command = %q, want %q", res.Command, want)
+			}
+			res, err = c.RunShell(context.Background(), "echo 'x'")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := `sh -c 'echo '\''x'\'''`; res.Command != want {
+				t.Errorf("RunShell: Command = %q, want %q", res.Command, want)
+			}
+			if _, err := c.Run(context.Background()); err == nil {
+				t.Error("Run() with no argv: err = nil, want an error")
+			}
+		})
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 500 * time.Millisecond
+	for _, c := range transports(t, func(cfg *nodes.SSHConfig) { cfg.CommandTimeout = timeout }) {
+		t.Run(transportName(c), func(t *testing.T) {
+			t.Parallel()
+			// A unique sleep duration marks the shell and the sleep.
+			marker := fmt.Sprintf("29.%09d", time.Now().Nanosecond())
+			// The marker in the command line lets the test find the command.
+			seen := make(chan int, 1)
+			time.AfterFunc(timeout/2, func() { seen <- len(processesWith(t, marker)) })
+			start := time.Now()
+			res, err := c.RunShell(context.Background(), "echo started; sleep "+marker+"; true")
+			took := time.Since(start)
+			if n := <-seen; n < 2 {
+				t.Errorf("%d processes with %q seen while the command ran, want the shell and sleep", n, marker)
+			}
+			if err == nil {
+				t.Fatal("err = nil, want a timeout")
+			}
+			if !nodes.IsTimeout(err) {
+				t.Errorf("IsTimeout(%v) = false, want true", err)
+			}
+			if _, ok := nodes.ExitCode(err); ok {
+				t.Errorf("ExitCode(%v) reports an exit, want none", err)
+			}
+			if res.ExitCode != -1 {
+				t.Errorf("ExitCode = %d, want -1", res.ExitCode)
+			}
+			if want := "timed out after " + timeout.String(); !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it to say %q", err, want)
+			}
+			if string(res.Stdout) != "started\n" {
+				t.Errorf("Stdout = %q, want the output printed before the timeout", res.Stdout)
+			}
+			if took > timeout+3*time.Second {
+				t.Errorf("took %s, want about %s", took, timeout)
+			}
+			// The connection is still usable afterwards.
+			if _, err := c.Run(context.Background(), "true"); err != nil {
+				t.Errorf("command after a timeout: %v", err)
+			}
+			waitNoProcess(t, marker)
+		})
+	}
+}
+
+// waitNoProcess fails unless, within a few seconds, no process's command
+// line contains marker: a killed command must not live on.
+func waitNoProcess(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := processesWith(t, marker)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes running %q remain: %v", marker, pids)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesWith lists the processes whose command line contains s.
+func processesWith(t *testing.T, s string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Error(err) // may run outside the test's goroutine
+		return nil
+	}
+	var pids []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, []byte(s)) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+func TestRunCancel(t *testing.T) {
+	t.Parallel()
+	for _, c := range transports(t, nil) {
+		t.Run(transportName(c), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			start := time.Now()
+			res, err := c.RunShell(ctx, "sleep 30")
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v, want context.Canceled", err)
+			}
+			if nodes.IsTimeout(err) {
+				t.Errorf("IsTimeout(%v) = true, want false for a cancellation", err)
+			}
+			if res.ExitCode != -1 {
+				t.Errorf("ExitCode = %d, want -1", res.ExitCode)
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("took %s after cancel, want well under 3s", took)
+			}
+		})
+	}
+}
+
+func TestRunSignal(t *testing.T) {
+	t.Parallel()
+	for _, c := range transports(t, nil) {
+		t.Run(transportName(c), func(t *testing.T) {
+			t.Parallel()
+			res, err := c.RunShell(context.Background(), "kill -9 $$")
+			if err == nil {
+				t.Fatal("err = nil, want an error")
+			}
+			// A shell may report its child's death as exit 137 or pass the
+			// signal on; either way nothing reads as success.
+			code, ok := nodes.ExitCode(err)
+			if ok && code != 137 {
+				t.Errorf("ExitCode(err) = %d, want 137 or no exit", code)
+			}
+			if !ok && res.ExitCode != -1 {
+				t.Errorf("Result.ExitCode = %d, want -1 without an exit", res.ExitCode)
+			}
+		})
+	}
+}
+
+// TestRunLeavesBackgroundProcess runs a command that starts a process which
+// keeps the output open, as a careless daemon start does: the command still
+// returns soon after it exits, with its output and exit code, and the
+// process lives on.
+func TestRunLeavesBackgroundProcess(t *testing.T) {
+	t.Parallel()
+	for _, c := range transports(t, nil) {
+		t.Run(transportName(c), func(t *testing.T) {
+			t.Parallel()
+			marker := fmt.Sprintf("6.%09d", time.Now().Nanosecond())
+			start := time.Now()
+			res, err := c.RunShell(context.Background(), "sleep "+marker+" & echo started")
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Stdout) != "started\n" || res.ExitCode != 0 {
+				t.Errorf("Stdout = %q, ExitCode = %d; want started, 0", res.Stdout, res.ExitCode)
+			}
+			if took > 4*time.Second {
+				t.Errorf("took %s, want the command back within about 2s of its exit", took)
+			}
+			pids := processesWith(t, "sleep\x00"+marker)
+			if len(pids) == 0 {
+				t.Error("the background process did not survive the command")
+			}
+			for _, pid := range pids {
+				if n, err := strconv.Atoi(pid); err == nil {
+					syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,417 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// maxSessions bounds the commands running at once on one connection. sshd
+// allows 10 sessions per connection by default (MaxSessions) and the SFTP
+// client holds one of them.
+const maxSessions = 8
+
+// outputGrace is how long a finished command's output may stay open, held
+// by a process it left running, before it is cut off.
+const outputGrace = 2 * time.Second
+
+// sessionRetry is how long a session the server refuses is asked for again.
+const sessionRetry = 2 * time.Second
+
+// killGrace is how long a timed-out or cancelled command's session may take
+// to report what it printed after it was killed.
+const killGrace = 500 * time.Millisecond
+
+// sshClient is one node's SSH connection with its keepalive watch.
+type sshClient struct {
+	node     string
+	addr     string
+	client   *ssh.Client
+	sessions chan struct{} // slots for concurrent sessions
+
+	deadOnce sync.Once
+	dead     chan struct{} // closed once the connection is gone
+	deadErr  error         // why; set before dead is closed
+
+	sftpMu sync.Mutex
+	sftp   *sftp.Client
+}
+
+// dialError is a failed connection attempt.
+type dialError struct {
+	node    string
+	op      string // "dial" or "ssh handshake with"
+	addr    string
+	timeout time.Duration // > 0 when the connect timeout hit
+	err     error
+}
+
+func (e *dialError) Error() string {
+	if e.timeout > 0 {
+		return fmt.Sprintf("%s: %s %s: connection timed out after %s", e.node, e.op, e.addr, e.timeout)
+	}
+	var he *hostKeyError
+	if errors.As(e.err, &he) {
+		return fmt.Sprintf("%s: %s %s: %s", e.node, e.op, e.addr, he)
+	}
+	return fmt.Sprintf("%s: %s %s: %v", e.node, e.op, e.addr, e.err)
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
+// dialSSH connects to n, verifies its host key strictly and authenticates.
+func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
+	port := strconv.Itoa(n.Port)
+	addr := net.JoinHostPort(n.Address, port)
+	candidates := []string{addr}
+	if n.Name != n.Address {
+		candidates = append(candidates, net.JoinHostPort(n.Name, port))
+	}
+	known, algos := p.hostKeys.pick(candidates...)
+	if known == "" {
+		return nil, &dialError{node: n.Name, op: "ssh handshake with", addr: addr, err: p.hostKeys.unknownHost(addr)}
+	}
+	cfg := &ssh.ClientConfig{
+		User:              p.cfg.User,
+		Auth:              []ssh.AuthMethod{p.auth},
+		HostKeyCallback:   p.hostKeys.check(known),
+		HostKeyAlgorithms: algos,
+		Timeout:           p.cfg.ConnectTimeout,
+	}
+
+	timeout := p.cfg.ConnectTimeout
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	tcp, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		de := &dialError{node: n.Name, op: "dial", addr: addr, err: err}
+		if ctx.Err() != nil {
+			de.err = ctx.Err()
+		} else if dctx.Err() != nil || isNetTimeout(err) {
+			de.timeout = timeout
+		}
+		return nil, de
+	}
+	// The handshake shares the connect timeout and stops when ctx ends.
+	deadline, _ := dctx.Deadline()
+	tcp.SetDeadline(deadline)
+	stop := context.AfterFunc(dctx, func() { tcp.SetDeadline(time.Unix(1, 0)) })
+	conn, chans, reqs, err := ssh.NewClientConn(tcp, addr, cfg)
+	stop()
+	if err != nil {
+		tcp.Close()
+		de := &dialError{node: n.Name, op: "ssh handshake with", addr: addr, err: err}
+		if ctx.Err() != nil {
+			de.err = ctx.Err()
+		} else if dctx.Err() != nil || isNetTimeout(err) {
+			de.timeout = timeout
+		}
+		return nil, de
+	}
+	tcp.SetDeadline(time.Time{})
+
+	c := &sshClient{
+		node:     n.Name,
+		addr:     addr,
+		client:   ssh.NewClient(conn, chans, reqs),
+		sessions: make(chan struct{}, maxSessions),
+		dead:     make(chan struct{}),
+	}
+	go func() {
+		err := c.client.Wait()
+		if err == nil {
+			err = errors.New("closed by the peer")
+		}
+		c.markDead(fmt.Errorf("connection to %s lost: %w", addr, err))
+	}()
+	go c.keepalive(p.cfg.KeepaliveInterval, p.cfg.KeepaliveMax)
+	return c, nil
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// markDead records why the connection is gone; the first reason wins.
+func (c *sshClient) markDead(err error) {
+	c.deadOnce.Do(func() {
+		c.deadErr = err
+		close(c.dead)
+	})
+}
+
+// alive reports whether the connection is still usable.
+func (c *sshClient) alive() bool {
+	select {
+	case <-c.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// close ends the connection.
+func (c *sshClient) close() error {
+	c.markDead(fmt.Errorf("connection to %s closed", c.addr))
+	return c.client.Close()
+}
+
+// keepalive sends keepalive@openssh.com requests every interval and closes
+// the connection once max of them in a row went unanswered, so that commands
+// on a node that vanished fail instead of hanging.
+func (c *sshClient) keepalive(interval time.Duration, max int) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	missed := 0
+	for {
+		select {
+		case <-c.dead:
+			return
+		case <-tick.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			// Any reply, even a refusal, proves the peer is alive.
+			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		wait := time.NewTimer(interval)
+		select {
+		case err := <-reply:
+			wait.Stop()
+			if err != nil {
+				c.markDead(fmt.Errorf("connection to %s lost: keepalive: %w", c.addr, err))
+				c.client.Close()
+				return
+			}
+			missed = 0
+		case <-wait.C:
+			missed++
+		case <-c.dead:
+			wait.Stop()
+			return
+		}
+		if missed >= max {
+			c.markDead(fmt.Errorf("connection to %s lost: no answer to %d keepalives %s apart", c.addr, missed, interval))
+			c.client.Close()
+			return
+		}
+	}
+}
+
+// run runs one command line in a new session, writing its output to stdout
+// and stderr. It returns the exit code, or -1 and the reason when the command
+// did not run to an exit. When ctx ends first the command is killed and
+// ctx's error returned.
+func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writer) (int, error) {
+	select {
+	case c.sessions <- struct{}{}:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	case <-c.dead:
+		return -1, c.deadErr
+	}
+
+	done := make(chan execResult, 1)
+	var mu sync.Mutex
+	var session ssh.Channel
+	abandoned := false
+	go func() {
+		defer func() { <-c.sessions }()
+		ch, reqs, err := c.openSession(ctx)
+		if err != nil {
+			done <- execResult{-1, err}
+			return
+		}
+		defer ch.Close()
+		mu.Lock()
+		if abandoned {
+			mu.Unlock()
+			done <- execResult{-1, context.Canceled}
+			return
+		}
+		session = ch
+		mu.Unlock()
+		done <- c.exec(ch, reqs, line, stdout, stderr)
+	}()
+
+	select {
+	case r := <-done:
+		return r.code, r.err
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	abandoned = true
+	if session != nil {
+		session.SendRequest("signal", false, ssh.Marshal(struct{ Signal string }{"KILL"}))
+		session.Close()
+	}
+	mu.Unlock()
+	// Let the session deliver the output it already has; a dead peer may
+	// never answer, so do not wait long.
+	grace := time.NewTimer(killGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+	}
+	return -1, ctx.Err()
+}
+
+// execResult is how a command ended: its exit code, or -1 and why not.
+type execResult struct {
+	code int
+	err  error
+}
+
+// openSession opens a session channel. sshd refuses sessions beyond its
+// MaxSessions, and frees a finished session's slot a moment after the client
+// sees it end, so a refused open is retried for a short while.
+func (c *sshClient) openSession(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, error) {
+	delay := 5 * time.Millisecond
+	for deadline := time.Now().Add(sessionRetry); ; delay *= 2 {
+		ch, reqs, err := c.client.OpenChannel("session", nil)
+		if err == nil {
+			return ch, reqs, nil
+		}
+		var oe *ssh.OpenChannelError
+		if !errors.As(err, &oe) || oe.Reason != ssh.ConnectionFailed || time.Now().After(deadline) {
+			return nil, nil, c.transportError("open session", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-c.dead:
+			return nil, nil, c.deadErr
+		case <-time.After(min(delay, 200*time.Millisecond)):
+		}
+	}
+}
+
+// exec runs line on an open session channel and waits for its exit status
+// and output. Once the command has exited, output still held open by
+// processes it left behind is waited for only outputGrace, as locally.
+func (c *sshClient) exec(ch ssh.Channel, reqs <-chan *ssh.Request, line string, stdout, stderr io.Writer) execResult {
+	exited := make(chan execResult, 1)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for req := range reqs {
+			switch req.Type {
+			case "exit-status":
+				var m struct{ Status uint32 }
+				if ssh.Unmarshal(req.Payload, &m) == nil {
+					sendOnce(exited, execResult{int(m.Status), nil})
+				}
+			case "exit-signal":
+				var m struct {
+					Signal     string
+					CoreDumped bool
+					Error      string
+					Lang       string
+				}
+				if ssh.Unmarshal(req.Payload, &m) == nil {
+					sendOnce(exited, execResult{-1, fmt.Errorf("killed by signal SIG%s", m.Signal)})
+				}
+			}
+			if req.WantReply {
+				req.Reply(false, nil)
+			}
+		}
+	}()
+
+	ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ Command string }{line}))
+	if err != nil {
+		return execResult{-1, c.transportError("exec", err)}
+	}
+	if !ok {
+		return execResult{-1, errors.New("the server refused to run the command")}
+	}
+	ch.CloseWrite() // the command reads an empty standard input
+
+	output := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); io.Copy(stdout, ch) }()
+		go func() { defer wg.Done(); io.Copy(stderr, ch.Stderr()) }()
+		wg.Wait()
+		close(output)
+	}()
+
+	var res execResult
+	select {
+	case res = <-exited:
+	case <-closed:
+		select {
+		case res = <-exited: // sent just before the channel closed
+		default:
+			return execResult{-1, c.transportError("session", errNoExitStatus)}
+		}
+	}
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	select {
+	case <-output:
+	case <-grace.C:
+	}
+	return res
+}
+
+var errNoExitStatus = errors.New("session ended without an exit status")
+
+// sendOnce delivers r unless a result was delivered already.
+func sendOnce(ch chan execResult, r execResult) {
+	select {
+	case ch <- r:
+	default:
+	}
+}
+
+// transportError explains a failed session, preferring the reason the
+// connection died when it did.
+func (c *sshClient) transportError(op string, err error) error {
+	select {
+	case <-c.dead:
+		return c.deadErr
+	default:
+	}
+	if errors.Is(err, errNoExitStatus) || errors.Is(err, io.EOF) {
+		// The channel closed without a status: usually the connection is
+		// going down; give the watcher a moment to say why.
+		select {
+		case <-c.dead:
+			return c.deadErr
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// sftpClient returns the connection's SFTP client, starting it on first use.
+func (c *sshClient) sftpClient() (*sftp.Client, error) {
+	c.sftpMu.Lock()
+	defer c.sftpMu.Unlock()
+	if c.sftp != nil {
+		return c.sftp, nil
+	}
+	if !c.alive() {
+		return nil, c.deadErr
+	}
+	cl, err := sftp.NewClient(c.client)
+	if err != nil {
+		return nil, c.transportError("start sftp", err)
+	}
+	c.sftp = cl
+	return cl, nil
+}

@@ -1,0 +1,595 @@
+// Package sshdtest starts real OpenSSH sshd processes on 127.0.0.1 for tests
+// and benchmarks that reach nodes over SSH.
+//
+// # Starting servers
+//
+// Start(tb, n) starts n sshd processes in parallel, each on a free port with
+// its own ed25519 host key, all accepting one generated client key for one
+// login. The returned [Cluster] holds what a client needs: the login name, the
+// identity file and a known_hosts file listing every server. Everything is
+// stopped and removed when the test ends.
+//
+//	c := sshdtest.Start(t, 3)
+//	s := c.Servers[0]
+//	// dial s.Addr:s.Port as c.User with c.IdentityFile, checking c.KnownHosts
+//
+// # The login
+//
+// Servers accept the unprivileged user cutover-test (created by test/setup.sh,
+// shell /bin/sh, no start-up files). When it is missing or its account is
+// locked, root is used instead, except when the environment variable CI is
+// "true": there the test fails. sshd must run as root; without root or
+// without /usr/sbin/sshd the test is skipped, or fails under CI=true.
+//
+// # Failures
+//
+// [Server.Kill] kills a server's whole process tree (the listener, its
+// per-connection processes and the commands they run), like a crashed node;
+// [Server.Restart] brings it back on the same port with the same host key.
+// [Server.Freeze] stops the tree with SIGSTOP, like a node that vanished from
+// the network: connections stay open but nothing answers; [Server.Thaw]
+// resumes it.
+package sshdtest
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// SSHD is the sshd binary the servers run.
+const SSHD = "/usr/sbin/sshd"
+
+// TestUser is the unprivileged login the servers accept when it exists.
+const TestUser = "cutover-test"
+
+// startTimeout bounds how long one sshd may take to listen.
+const startTimeout = 10 * time.Second
+
+// Cluster is a set of running sshd servers sharing one login and client key.
+type Cluster struct {
+	User         string     // the login every server accepts
+	IdentityFile string     // the client's unencrypted ed25519 private key (0600)
+	Signer       ssh.Signer // the same key, parsed
+	KnownHosts   string     // a known_hosts file with each server's ed25519 key
+	Dir          string     // the directory holding keys and configs; removed at the end
+	Servers      []*Server
+
+	uid, gid int
+}
+
+// Server is one running sshd.
+type Server struct {
+	Name    string        // node1, node2, ...
+	Addr    string        // 127.0.0.1
+	Port    int           // the port sshd listens on
+	HostKey ssh.PublicKey // the ed25519 host key listed in known_hosts
+
+	// ExtraHostKeys are the ECDSA and RSA host keys of a server started
+	// WithExtraHostKeys, in that order; known_hosts does not list them.
+	ExtraHostKeys []ssh.PublicKey
+
+	dir          string
+	config       string
+	hostKeyLines []string
+	login        string
+	authorized   string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  *logBuffer
+	exit chan struct{} // closed when the current sshd process has exited
+}
+
+// Option changes how Start sets servers up.
+type Option func(*options)
+
+type options struct {
+	extraHostKeys bool
+}
+
+// WithExtraHostKeys gives every server ECDSA and RSA host keys besides the
+// ed25519 key; known_hosts still lists only the ed25519 key. The RSA key has
+// 1024 bits, the least sshd accepts, because larger ones take a second or
+// more to generate.
+func WithExtraHostKeys() Option { return func(o *options) { o.extraHostKeys = true } }
+
+// Start starts n sshd servers in parallel and returns them once every one
+// listens. They are stopped, and their files removed, when tb ends.
+func Start(tb testing.TB, n int, opts ...Option) *Cluster {
+	tb.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	requireSSHD(tb)
+	c := &Cluster{}
+	c.User, c.uid, c.gid = login(tb)
+
+	dir, err := os.MkdirTemp("", "sshdtest-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	// sshd reads authorized_keys as the login, so the path must be open to it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	c.Dir = dir
+
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.IdentityFile = filepath.Join(dir, "id_ed25519")
+	writeKey(tb, c.IdentityFile, priv)
+	c.Signer, err = ssh.NewSignerFromKey(priv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	authorized := filepath.Join(dir, "authorized_keys")
+	writeFile(tb, authorized, ssh.MarshalAuthorizedKey(c.Signer.PublicKey()), 0o644)
+
+	c.Servers = make([]*Server, n)
+	for i := range c.Servers {
+		s, err := newServer(dir, fmt.Sprintf("node%d", i+1), c.User, authorized, o)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.Servers[i] = s
+	}
+	tb.Cleanup(func() {
+		for _, s := range c.Servers {
+			if s == nil {
+				continue
+			}
+			s.stop()
+			if tb.Failed() {
+				tb.Logf("sshd %s (port %d) log:\n%s", s.Name, s.Port, s.Log())
+			}
+		}
+	})
+
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range c.Servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.startOnFreePort()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatal(err)
+	}
+
+	var hosts []byte
+	for _, s := range c.Servers {
+		hosts = append(hosts, KnownHostsLine(s.Addr, s.Port, s.HostKey)...)
+	}
+	c.KnownHosts = filepath.Join(dir, "known_hosts")
+	writeFile(tb, c.KnownHosts, hosts, 0o644)
+	return c
+}
+
+// KnownHostsLine returns a known_hosts line (with newline) for a host key
+// served at addr:port, in the [addr]:port form for ports other than 22.
+func KnownHostsLine(addr string, port int, key ssh.PublicKey) []byte {
+	hostport := knownhosts.Normalize(net.JoinHostPort(addr, strconv.Itoa(port)))
+	return []byte(knownhosts.Line([]string{hostport}, key) + "\n")
+}
+
+// UserDir returns a new empty directory owned by the login, for tests that
+// write files over SFTP. It is removed when tb ends.
+func (c *Cluster) UserDir(tb testing.TB) string {
+	tb.Helper()
+	d, err := os.MkdirTemp(c.Dir, "files-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chown(d, c.uid, c.gid); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// requireSSHD skips (or fails under CI=true) when sshd cannot run here.
+func requireSSHD(tb testing.TB) {
+	tb.Helper()
+	missing := ""
+	if _, err := os.Stat(SSHD); err != nil {
+		missing = SSHD + " is not installed (run test/setup.sh)"
+	} else if os.Geteuid() != 0 {
+		missing = "sshd must run as root"
+	}
+	if missing == "" {
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			missing = "cannot create sshd's privilege separation directory: " + err.Error()
+		}
+	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(missing)
+	}
+	tb.Skip(missing)
+}
+
+// login returns the user the servers accept, with its uid and gid.
+func login(tb testing.TB) (string, int, int) {
+	tb.Helper()
+	problem := ""
+	u, err := user.Lookup(TestUser)
+	switch {
+	case err != nil:
+		problem = "user " + TestUser + " does not exist (run test/setup.sh)"
+	case accountLocked(TestUser):
+		problem = "user " + TestUser + " is locked (its password field starts with '!'), " +
+			"which sshd refuses without PAM: run `usermod -p '*' " + TestUser + "`"
+	}
+	if problem == "" {
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return u.Username, uid, gid
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(problem)
+	}
+	tb.Logf("sshdtest: %s; logging in as root instead", problem)
+	return "root", 0, 0
+}
+
+// accountLocked reports whether /etc/shadow marks name as locked.
+func accountLocked(name string) bool {
+	data, err := os.ReadFile("/etc/shadow")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Split(line, ":")
+		if len(fields) > 1 && fields[0] == name {
+			return strings.HasPrefix(fields[1], "!")
+		}
+	}
+	return false
+}
+
+// newServer writes a server's host keys and configuration.
+func newServer(dir, name, login, authorized string, o options) (*Server, error) {
+	sdir := filepath.Join(dir, name)
+	if err := os.Mkdir(sdir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Server{Name: name, Addr: "127.0.0.1", dir: sdir, config: filepath.Join(sdir, "sshd_config")}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := ssh.NewPublicKey(priv.Public())
+	if err != nil {
+		return nil, err
+	}
+	s.HostKey = pub
+	keys := map[string]any{"ssh_host_ed25519_key": priv}
+	if o.extraHostKeys {
+		if keys["ssh_host_ecdsa_key"], err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			return nil, err
+		}
+		if keys["ssh_host_rsa_key"], err = rsa.GenerateKey(rand.Reader, 1024); err != nil {
+			return nil, err
+		}
+	}
+	var hostKeyLines []string
+	for _, file := range []string{"ssh_host_ed25519_key", "ssh_host_ecdsa_key", "ssh_host_rsa_key"} {
+		k, ok := keys[file]
+		if !ok {
+			continue
+		}
+		path := filepath.Join(sdir, file)
+		if err := writeKeyFile(path, k); err != nil {
+			return nil, err
+		}
+		hostKeyLines = append(hostKeyLines, "HostKey "+path)
+		if file == "ssh_host_ed25519_key" {
+			continue
+		}
+		signer, err := ssh.NewSignerFromKey(k)
+		if err != nil {
+			return nil, err
+		}
+		s.ExtraHostKeys = append(s.ExtraHostKeys, signer.PublicKey())
+	}
+	s.hostKeyLines = hostKeyLines
+	s.login, s.authorized = login, authorized
+	return s, nil
+}
+
+// startOnFreePort picks a free port and starts sshd on it, trying another
+// port when the one picked was taken meanwhile.
+func (s *Server) startOnFreePort() error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			return err
+		}
+		s.Port = port
+		if err = s.writeConfig(); err != nil {
+			return err
+		}
+		if err = s.start(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("start sshd %s: %w", s.Name, err)
+}
+
+// freePort asks the kernel for a port that is free at the moment.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeConfig writes the server's sshd_config for its current port.
+func (s *Server) writeConfig() error {
+	lines := append([]string{
+		fmt.Sprintf("ListenAddress %s:%d", s.Addr, s.Port),
+	}, s.hostKeyLines...)
+	lines = append(lines,
+		"AuthorizedKeysFile "+s.authorized,
+		"AllowUsers "+s.login,
+		"StrictModes no",
+		"UsePAM no",
+		"PidFile none",
+		"Subsystem sftp internal-sftp",
+		"PasswordAuthentication no",
+		"KbdInteractiveAuthentication no",
+		"PermitRootLogin prohibit-password",
+		"PrintMotd no",
+		"PrintLastLog no",
+		"UseDNS no",
+		"LogLevel INFO",
+	)
+	return os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// start runs sshd and waits until it listens.
+func (s *Server) start() error {
+	cmd := exec.Command(SSHD, "-D", "-e", "-f", s.config)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", SSHD, err)
+	}
+	log := &logBuffer{}
+	listening := make(chan struct{})
+	exit := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			log.add(sc.Text())
+			if strings.HasPrefix(sc.Text(), "Server listening on") {
+				once.Do(func() { close(listening) })
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		cmd.Wait()
+		close(exit)
+	}()
+	select {
+	case <-listening:
+	case <-exit:
+		return fmt.Errorf("sshd %s exited on port %d: %s", s.Name, s.Port, log.String())
+	case <-time.After(startTimeout):
+		cmd.Process.Kill()
+		<-exit
+		return fmt.Errorf("sshd %s did not listen on port %d within %s: %s", s.Name, s.Port, startTimeout, log.String())
+	}
+	s.mu.Lock()
+	s.cmd, s.log, s.exit = cmd, log, exit
+	s.mu.Unlock()
+	return nil
+}
+
+// Kill kills the server's whole process tree, as if the node crashed, and
+// waits for the listener to exit.
+func (s *Server) Kill(tb testing.TB) {
+	tb.Helper()
+	if err := s.stop(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// stop kills the process tree, if running.
+func (s *Server) stop() error {
+	s.mu.Lock()
+	cmd, exit := s.cmd, s.exit
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	signalTree(cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-exit:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("sshd %s (pid %d) did not exit after SIGKILL", s.Name, cmd.Process.Pid)
+	}
+}
+
+// Restart starts a killed server again on the same port with the same keys.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.mu.Lock()
+	running := s.cmd != nil
+	s.mu.Unlock()
+	if running {
+		tb.Fatalf("restart sshd %s: still running", s.Name)
+	}
+	// The port may linger for a moment after the kill; retry briefly.
+	var err error
+	for deadline := time.Now().Add(startTimeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = s.start(); err == nil {
+			return
+		}
+	}
+	tb.Fatalf("restart sshd %s: %v", s.Name, err)
+}
+
+// Freeze stops every process of the server's tree with SIGSTOP: connections
+// stay open but nothing answers, as when a node drops off the network.
+func (s *Server) Freeze(tb testing.TB) {
+	tb.Helper()
+	s.signal(tb, syscall.SIGSTOP)
+}
+
+// Thaw resumes a frozen server.
+func (s *Server) Thaw(tb testing.TB) {
+	tb.Helper()
+	s.signal(tb, syscall.SIGCONT)
+}
+
+func (s *Server) signal(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		tb.Fatalf("signal sshd %s: not running", s.Name)
+	}
+	signalTree(cmd.Process.Pid, sig)
+}
+
+// Log returns what the server's sshd has logged so far.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return ""
+	}
+	return s.log.String()
+}
+
+// signalTree sends sig to root and all its descendants. sshd puts each
+// connection in a new session, so a process-group signal would miss them.
+func signalTree(root int, sig syscall.Signal) {
+	pids := descendants(root)
+	// Stop the whole tree first so nothing forks or reparents meanwhile.
+	if sig == syscall.SIGKILL {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		pids = descendants(root)
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, sig)
+	}
+}
+
+// descendants returns root and every process below it, read from /proc.
+func descendants(root int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := string(stat)
+		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], pid)
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// logBuffer keeps the last lines a server logged.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logBuffer) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) >= 200 {
+		l.lines = l.lines[1:]
+	}
+	l.lines = append(l.lines, line)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// writeKey writes a private key in OpenSSH format with mode 0600.
+func writeKey(tb testing.TB, path string, key any) {
+	tb.Helper()
+	if err := writeKeyFile(path, key); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func writeKeyFile(path string, key any) error {
+	block, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		return fmt.Errorf("marshal key %s: %w", path, err)
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(block), 0o600)
+}
+
+func writeFile(tb testing.TB, path string, data []byte, perm os.FileMode) {
+	tb.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		tb.Fatal(err)
+	}
+}
