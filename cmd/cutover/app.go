@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cutover/cutover/upgrade"
+)
+
+const exitCodesHelp = `EXIT CODES:
+   0  done
+   1  failed and rolled back, or a check refused the run: the cluster is as before
+   2  usage or bad input: nothing was touched
+   3  failed past the point of no return: run 'cutover upgrade --resume' once the cause is fixed
+   4  another cutover run holds the lock
+   5  this host is not the cluster's master`
+
+// newApp builds the whole command line; the tests and the docs generator use the same tree.
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      "cutover",
+		Usage:     "switch every node of a cluster from one installed version of an application to another",
+		Version:   version,
+		Reader:    stdin,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Value: upgrade.DefaultConfigPath, EnvVars: []string{"CUTOVER_CONFIG"}, Usage: "the cluster's configuration `FILE`"},
+			&cli.StringFlag{Name: "output", Value: "text", EnvVars: []string{"CUTOVER_OUTPUT"}, Usage: "output format: text or json"},
+			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CUTOVER_VERBOSE"}, Usage: "show every node's result"},
+		},
+		Description:            "cutover runs on the cluster's master and reaches the other nodes over SSH.\n\n" + exitCodesHelp,
+		HideVersion:            true,
+		ExitErrHandler:         func(*cli.Context, error) {},
+		UseShortOptionHandling: false,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usagef("%v", err)
+		},
+		Before: func(c *cli.Context) error {
+			if o := c.String("output"); o != "text" && o != "json" {
+				return usagef("--output %q: must be text or json", o)
+			}
+			return nil
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q; see 'cutover --help'", c.Args().First())
+			}
+			_ = cli.ShowAppHelp(c)
+			return usagef("no command given")
+		},
+		Commands: []*cli.Command{
+			upgradeCommand(),
+			cfgupgradeCommand(),
+			versionCommand(),
+		},
+	}
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print cutover's version",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintln(c.App.Writer, "cutover", version)
+			return nil
+		},
+	}
+}
+
+// loadConfig reads the --config file.
+func loadConfig(c *cli.Context) (*upgrade.Config, error) {
+	return upgrade.LoadConfig(c.String("config"))
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cutover/cutover/upgrade"
+)
+
+func upgradeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "upgrade",
+		Usage:     "switch the cluster up or down to a version",
+		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]",
+		Description: "Checks that VERSION is installed on every online node, then drains the queue, stops the daemons,\n" +
+			"backs up the state, switches the links and migrates the config, starts everything again and verifies.\n" +
+			"On a terminal it shows the plan and asks before changing anything; without one, --yes is required.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Usage: "the `VERSION` to switch to"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "run the checks and show what would be done; change nothing"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
+			&cli.StringSliceFlag{Name: "force", Usage: "override a skippable `CHECK` (" + strings.Join(upgrade.Forceable, ", ") + ")"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("upgrade takes no arguments, got %q", c.Args().First())
+			}
+			if c.String("to") == "" {
+				return usagef("upgrade needs --to=VERSION")
+			}
+			cfg, err := loadConfig(c)
+			if err != nil {
+				return err
+			}
+			p := newPrinter(c)
+			opts := upgrade.Options{
+				To: c.String("to"), Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: p,
+			}
+			if !opts.DryRun && !c.Bool("yes") {
+				if !isTerminal(c.App.Reader) {
+					return usagef("not on a terminal: pass --yes to upgrade without confirmation")
+				}
+				opts.Confirm = func(ctx context.Context, r *upgrade.Run) error {
+					return confirm(c.App.Reader, c.App.Writer, r)
+				}
+			}
+			res, err := upgrade.Upgrade(c.Context, cfg, opts)
+			p.upgradeDone(res, err, opts.DryRun)
+			return err
+		},
+	}
+}
+
+// confirm shows what the run will do and asks the operator.
+func confirm(in io.Reader, out io.Writer, r *upgrade.Run) error {
+	fmt.Fprintf(out, "%s %s -> %s (%s) on %d nodes (master %s", r.Config.App, r.From, r.To, r.Direction, len(r.Online), r.Inventory.Master)
+	if len(r.Offline) > 0 {
+		var names []string
+		for _, n := range r.Offline {
+			names = append(names, n.Name)
+		}
+		fmt.Fprintf(out, ", offline: %s", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(out, ")")
+	for i, st := range upgrade.Stages() {
+		fmt.Fprintf(out, "  %2d. %s\n", i+1, st.Name())
+	}
+	fmt.Fprint(out, "proceed? [y/N] ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("not confirmed: nothing was changed")
+}
+
+// isTerminal reports whether r is a character device, such as the operator's terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

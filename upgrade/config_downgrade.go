@@ -1,0 +1,18 @@
+package upgrade
+
+import "context"
+
+// configDowngrade migrates the application's config down with the NEWER (live) version's
+// migrations, before the links are switched: the older version cannot know how. It is the
+// point of no return of a downgrade.
+type configDowngrade struct{}
+
+func (configDowngrade) Name() string { return "config-downgrade" }
+
+func (configDowngrade) Skip(r *Run) bool { return r.Direction != Down }
+
+func (configDowngrade) PONR(r *Run) bool { return r.Direction == Down }
+
+func (configDowngrade) Run(ctx context.Context, r *Run) error {
+	return migrateConfig(ctx, r, r.Config.Config.DowngradeCommand)
+}

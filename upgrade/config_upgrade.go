@@ -1,0 +1,17 @@
+package upgrade
+
+import "context"
+
+// configUpgrade migrates the application's config up with the new version's migrations, after
+// the switch. It is the point of no return of an upgrade.
+type configUpgrade struct{}
+
+func (configUpgrade) Name() string { return "config-upgrade" }
+
+func (configUpgrade) Skip(r *Run) bool { return r.Direction != Up }
+
+func (configUpgrade) PONR(r *Run) bool { return r.Direction == Up }
+
+func (configUpgrade) Run(ctx context.Context, r *Run) error {
+	return migrateConfig(ctx, r, r.Config.Config.UpgradeCommand)
+}

@@ -1,0 +1,41 @@
+package upgrade
+
+import (
+	"time"
+
+	"github.com/cutover/cutover/journal"
+)
+
+// Event is one thing a run reports as it goes: a stage starting or ending, a long wait, a
+// warning, the end of the run. The text printer shows it as a line; the JSON printer as one
+// object per line.
+type Event struct {
+	Time     time.Time            `json:"time"`
+	Type     string               `json:"type"` // "run", "stage", "undo", "wait", "warn", "done"
+	Run      uint64               `json:"run,omitempty"`
+	Stage    string               `json:"stage,omitempty"`
+	Index    int                  `json:"index,omitempty"`
+	Total    int                  `json:"total,omitempty"`
+	State    string               `json:"state,omitempty"` // started, ok, failed, skipped, undone, undo-failed
+	OK       int                  `json:"ok,omitempty"`    // nodes that succeeded, for fan-out stages
+	Of       int                  `json:"of,omitempty"`    // nodes worked on, for fan-out stages
+	Duration time.Duration        `json:"duration_ns,omitempty"`
+	PONR     bool                 `json:"ponr,omitempty"`
+	Message  string               `json:"message,omitempty"`
+	Nodes    []journal.NodeResult `json:"nodes,omitempty"`
+}
+
+// Reporter receives a run's events. Implementations must be safe for concurrent use.
+type Reporter interface {
+	Report(Event)
+}
+
+// ReporterFunc adapts a function to a Reporter.
+type ReporterFunc func(Event)
+
+// Report calls f(e).
+func (f ReporterFunc) Report(e Event) { f(e) }
+
+type discard struct{}
+
+func (discard) Report(Event) {}

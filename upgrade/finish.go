@@ -1,0 +1,26 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cutover/cutover/journal"
+)
+
+// finish verifies the cluster and then removes the intent, last of all: a run whose intent is
+// gone is complete. A run with a failed stage keeps its intent for `cutover upgrade --resume`.
+type finish struct{}
+
+func (finish) Name() string { return "finish" }
+
+func (finish) Run(ctx context.Context, r *Run) error {
+	if cmd := r.Config.Commands.Verify; cmd != "" {
+		if _, err := r.OnMaster(ctx, cmd); err != nil {
+			return fmt.Errorf("verify: %w; the intent is kept", err)
+		}
+	}
+	if failed := r.Failed(); len(failed) > 0 {
+		return fmt.Errorf("%s failed: the intent is kept", joinNames(failed))
+	}
+	return journal.RemoveIntent(r.intentPath())
+}

@@ -1,0 +1,58 @@
+package upgrade
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckPath(t *testing.T) {
+	jump := PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor"}
+	noJump := PolicyConfig{AllowMinorJump: false, Downgrade: "previous-minor"}
+	never := PolicyConfig{AllowMinorJump: true, Downgrade: "never"}
+	tests := []struct {
+		from, to string
+		p        PolicyConfig
+		target   *TargetPolicy
+		refused  string // "" = allowed; else a word of the refusal
+	}{
+		{"1.0.0", "1.1.0", jump, nil, ""},
+		{"1.0.0", "1.1.0", noJump, nil, ""},
+		{"1.0.0", "1.2.0", jump, nil, ""},
+		{"1.0.0", "1.2.0", noJump, nil, "skips a minor"},
+		{"1.1.3", "1.1.2", jump, nil, ""},
+		{"1.1.2", "1.1.3", never, nil, ""},
+		{"1.2.0", "1.1.0", jump, nil, ""},
+		{"1.2.0", "1.1.0", never, nil, "does not allow"},
+		{"1.2.0", "1.0.0", jump, nil, "previous minor"},
+		{"1.9.0", "2.0.0", jump, nil, "major"},
+		{"2.0.0", "1.9.0", jump, nil, "major"},
+		{"2.16.0", "3.0.0", jump, &TargetPolicy{AllowedFrom: ">= 2.16, < 3.0"}, ""},
+		{"2.15.0", "3.0.0", jump, &TargetPolicy{AllowedFrom: ">= 2.16, < 3.0"}, "major"},
+		{"2.10.1", "2.11.0", jump, &TargetPolicy{BlockedFrom: []string{"2.10.1"}}, "blocked"},
+		{"2.10.2", "2.11.0", jump, &TargetPolicy{BlockedFrom: []string{"2.10.1"}}, ""},
+		{"1.0.0", "1.1.0-rc1", jump, nil, ""},
+	}
+	for _, tt := range tests {
+		errs := CheckPath(tt.from, tt.to, tt.p, tt.target)
+		switch {
+		case tt.refused == "" && len(errs) > 0:
+			t.Errorf("CheckPath(%s, %s) = %v, want allowed", tt.from, tt.to, errs)
+		case tt.refused != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), tt.refused)):
+			t.Errorf("CheckPath(%s, %s) = %v, want a refusal saying %q", tt.from, tt.to, errs, tt.refused)
+		}
+	}
+}
+
+func TestDirection(t *testing.T) {
+	for _, tt := range []struct {
+		from, to string
+		want     Direction
+	}{
+		{"1.0.0", "1.1.0", Up}, {"1.1.0", "1.0.0", Down}, {"1.1.0", "1.1.1", Same}, {"1.1.1", "1.1.0", Same},
+		{"1.9.0", "2.0.0", Up}, {"2.0.0", "1.9.0", Down},
+	} {
+		if got, err := direction(tt.from, tt.to); err != nil || got != tt.want {
+			t.Errorf("direction(%s, %s) = %v, %v; want %v", tt.from, tt.to, got, err, tt.want)
+		}
+	}
+}

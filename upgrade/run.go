@@ -1,0 +1,334 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/layout"
+	"github.com/cutover/cutover/nodes"
+)
+
+// Direction says which way a run moves the cluster.
+type Direction string
+
+// The directions of a run.
+const (
+	Up   Direction = "upgrade"
+	Down Direction = "downgrade"
+	Same Direction = "same-minor"
+)
+
+// Conn is what the stages need of one node: commands and file operations. *nodes.Conn
+// satisfies it, locally on the master and over SSH elsewhere.
+type Conn interface {
+	layout.FS
+	RunShell(ctx context.Context, script string) (nodes.Result, error)
+	ReadFile(name string) ([]byte, error)
+	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
+	MkdirAll(name string, perm fs.FileMode) error
+}
+
+// Dialer hands out the connection to a node, reusing it for the whole run.
+type Dialer interface {
+	Conn(ctx context.Context, node string) (Conn, error)
+}
+
+// Journal is the durable record a run writes; *journal.Store satisfies it.
+type Journal interface {
+	CreateRun(ctx context.Context, r journal.Run) (journal.Run, error)
+	Record(ctx context.Context, runID uint64, ev journal.Event) (journal.Event, error)
+	SetFacts(ctx context.Context, runID uint64, facts map[string]string) (map[string]string, error)
+	SetOffline(ctx context.Context, runID uint64, nodes []string) error
+	Finish(ctx context.Context, runID uint64, outcome journal.Outcome, at time.Time) error
+}
+
+// Run is one run of the stage machine: what every stage reads, and what stages learn on the way.
+type Run struct {
+	ID        uint64
+	From, To  string
+	Direction Direction
+	Config    *Config
+	Layout    *layout.Layout
+	Inventory *nodes.Inventory
+	Force     map[string]bool
+	// Online are the nodes the run works on; Offline the ones it skips.
+	Online, Offline []nodes.Node
+	// Backup is the path of the archive the backup stage wrote.
+	Backup string
+	// Resumed is true when the run continues an interrupted one.
+	Resumed bool
+
+	dial    Dialer
+	journal Journal
+	report  Reporter
+	log     *runLog
+
+	mu         sync.Mutex
+	facts      map[string]string
+	stage      *stageState
+	failed     []string // stages that failed past the point of no return
+	undoFailed bool     // an undo step failed: the cluster is not as before
+}
+
+// Failed lists the stages that failed past the point of no return so far.
+func (r *Run) Failed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.failed...)
+}
+
+// UndoFailed reports whether an undo step failed, so that the intent must be kept.
+func (r *Run) UndoFailed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.undoFailed
+}
+
+// stageState collects what one stage did, for the journal and the report.
+type stageState struct {
+	name    string
+	index   int
+	total   int
+	nodes   []journal.NodeResult
+	note    string
+	lastRpt time.Time
+}
+
+// MasterNode is the node cutover runs on.
+func (r *Run) MasterNode() nodes.Node {
+	n, _ := r.Inventory.Lookup(r.Inventory.Master)
+	return n
+}
+
+// Others are the online nodes other than the master.
+func (r *Run) Others() []nodes.Node {
+	var out []nodes.Node
+	for _, n := range r.Online {
+		if n.Name != r.Inventory.Master {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Conn returns the connection to node.
+func (r *Run) Conn(ctx context.Context, node string) (Conn, error) {
+	c, err := r.dial.Conn(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return &loggedConn{Conn: c, node: node, log: r.log}, nil
+}
+
+// Fact returns what a stage learned under key, on this run's first execution of it.
+func (r *Run) Fact(key string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.facts[key]
+	return v, ok
+}
+
+// Learn records value under key unless an earlier execution of the run already learned it,
+// and returns the value that holds: the first one. A resumed run therefore never mistakes
+// its own earlier actions (its own drain, its own pause) for the operator's.
+func (r *Run) Learn(ctx context.Context, key, value string) (string, error) {
+	if v, ok := r.Fact(key); ok {
+		return v, nil
+	}
+	facts := map[string]string{key: value}
+	if r.journal != nil && r.ID != 0 {
+		stored, err := r.journal.SetFacts(ctx, r.ID, facts)
+		if err != nil {
+			return "", fmt.Errorf("journal: record %s: %w", key, err)
+		}
+		facts = stored
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.facts == nil {
+		r.facts = map[string]string{}
+	}
+	for k, v := range facts {
+		if _, ok := r.facts[k]; !ok {
+			r.facts[k] = v
+		}
+	}
+	return r.facts[key], nil
+}
+
+// Note sets the short summary shown on the stage's line, such as "waited for 3 jobs".
+func (r *Run) Note(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stage != nil {
+		r.stage.note = fmt.Sprintf(format, args...)
+	}
+}
+
+// Wait reports a long wait: what the stage waits for. It is shown at most every few seconds.
+func (r *Run) Wait(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.log.Printf("wait: %s", msg)
+	r.mu.Lock()
+	st := r.stage
+	show := st == nil || time.Since(st.lastRpt) >= waitReportEvery
+	if show && st != nil {
+		st.lastRpt = time.Now()
+	}
+	r.mu.Unlock()
+	if show {
+		e := Event{Time: time.Now(), Type: "wait", Run: r.ID, Message: msg}
+		if st != nil {
+			e.Stage, e.Index, e.Total = st.name, st.index, st.total
+		}
+		r.report.Report(e)
+	}
+}
+
+// Warn reports something the operator should know that does not stop the run.
+func (r *Run) Warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.log.Printf("warning: %s", msg)
+	r.report.Report(Event{Time: time.Now(), Type: "warn", Run: r.ID, Message: msg})
+}
+
+const waitReportEvery = 5 * time.Second
+
+// result records one node's outcome in the current stage.
+func (r *Run) result(node string, d time.Duration, res *nodes.Result, err error) {
+	nr := journal.NodeResult{Node: node, OK: err == nil, Duration: d}
+	if res != nil {
+		nr.ExitCode = res.ExitCode
+		nr.StderrTail = tail(string(res.Stderr), 512)
+	}
+	if err != nil {
+		nr.Error = err.Error()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stage == nil {
+		return
+	}
+	// A stage that works on a node twice (restart: stop, then start) reports it once.
+	for i, prev := range r.stage.nodes {
+		if prev.Node == node {
+			if !prev.OK {
+				nr = prev
+			}
+			nr.Duration += prev.Duration
+			r.stage.nodes[i] = nr
+			return
+		}
+	}
+	r.stage.nodes = append(r.stage.nodes, nr)
+}
+
+// OnNodes runs fn on every node of list, at most ssh.parallel at once, the master last when
+// masterLast is set, recording each node's result; the error joins the failed nodes' errors.
+func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, fn func(ctx context.Context, c Conn, n nodes.Node) error) error {
+	last := ""
+	if masterLast {
+		last = r.Inventory.Master
+	}
+	_, err := nodes.Each(ctx, list, r.Config.SSH.Parallel, last, func(ctx context.Context, n nodes.Node) error {
+		start := time.Now()
+		c, err := r.Conn(ctx, n.Name)
+		if err == nil {
+			err = fn(ctx, c, n)
+		}
+		var res *nodes.Result
+		if lr, ok := c.(*loggedConn); ok {
+			res = lr.last()
+		}
+		r.result(n.Name, time.Since(start), res, err)
+		return err
+	})
+	return err
+}
+
+// Command runs one of the configured commands on every node of list (see OnNodes). An empty
+// command is not configured and does nothing.
+func (r *Run) Command(ctx context.Context, list []nodes.Node, masterLast bool, command string) error {
+	if command == "" {
+		return nil
+	}
+	return r.OnNodes(ctx, list, masterLast, func(ctx context.Context, c Conn, n nodes.Node) error {
+		_, err := c.RunShell(ctx, r.expand(command, n.Name))
+		return err
+	})
+}
+
+// OnMaster runs a configured command on the master and returns its result.
+func (r *Run) OnMaster(ctx context.Context, command string) (nodes.Result, error) {
+	var out nodes.Result
+	err := r.OnNodes(ctx, []nodes.Node{r.MasterNode()}, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		res, err := c.RunShell(ctx, r.expand(command, n.Name))
+		out = res
+		return err
+	})
+	return out, err
+}
+
+// expand replaces the placeholders {from}, {to} and {node} of a configured command with
+// shell-quoted values.
+func (r *Run) expand(command, node string) string {
+	return strings.NewReplacer(
+		"{from}", nodes.Quote(r.From),
+		"{to}", nodes.Quote(r.To),
+		"{node}", nodes.Quote(node),
+	).Replace(command)
+}
+
+// Minor returns MAJOR.MINOR of a version.
+func minorOf(v string) string {
+	parts := strings.SplitN(strings.SplitN(v, "-", 2)[0], ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// loggedConn writes every command a stage runs, and its output, to the run's log.
+type loggedConn struct {
+	Conn
+	node string
+	log  *runLog
+
+	mu   sync.Mutex
+	prev *nodes.Result
+}
+
+func (c *loggedConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
+	res, err := c.Conn.RunShell(ctx, script)
+	c.log.Command(c.node, script, res, err)
+	c.mu.Lock()
+	c.prev = &res
+	c.mu.Unlock()
+	if err != nil && !strings.Contains(err.Error(), c.node) {
+		err = fmt.Errorf("%s: %w", c.node, err)
+	}
+	return res, err
+}
+
+func (c *loggedConn) last() *nodes.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.prev
+}
+
+// errSkipped is returned by a stage that has nothing to do in this run.
+var errSkipped = errors.New("skipped")

@@ -1,0 +1,343 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/journal"
+)
+
+// memJournal is an in-memory Journal for the runner's unit tests.
+type memJournal struct {
+	mu      sync.Mutex
+	events  []journal.Event
+	facts   map[string]string
+	outcome journal.Outcome
+}
+
+func (j *memJournal) CreateRun(_ context.Context, r journal.Run) (journal.Run, error) {
+	r.ID = 1
+	return r, nil
+}
+
+func (j *memJournal) Record(_ context.Context, _ uint64, ev journal.Event) (journal.Event, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ev.Seq = uint64(len(j.events) + 1)
+	j.events = append(j.events, ev)
+	return ev, nil
+}
+
+func (j *memJournal) SetFacts(_ context.Context, _ uint64, facts map[string]string) (map[string]string, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.facts == nil {
+		j.facts = map[string]string{}
+	}
+	for k, v := range facts {
+		if _, ok := j.facts[k]; !ok {
+			j.facts[k] = v
+		}
+	}
+	return maps(j.facts), nil
+}
+
+func maps(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (j *memJournal) SetOffline(context.Context, uint64, []string) error { return nil }
+
+func (j *memJournal) Finish(_ context.Context, _ uint64, o journal.Outcome, _ time.Time) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.outcome = o
+	return nil
+}
+
+// transitions lists "stage:state" in the order they were journaled.
+func (j *memJournal) transitions() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []string
+	for _, e := range j.events {
+		out = append(out, e.Stage+":"+string(e.State))
+	}
+	return out
+}
+
+// fakeStage is a throwaway stage that logs what the runner makes it do.
+type fakeStage struct {
+	name     string
+	log      *[]string
+	mu       *sync.Mutex
+	fail     error
+	undoFail error
+	ponr     bool
+	skip     bool
+	block    bool // wait for ctx to be cancelled, or 300ms when it is not
+	noUndo   bool
+}
+
+func (s *fakeStage) Name() string { return s.name }
+
+func (s *fakeStage) add(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*s.log = append(*s.log, what)
+}
+
+func (s *fakeStage) Run(ctx context.Context, r *Run) error {
+	s.add("run " + s.name)
+	if s.block {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	return s.fail
+}
+
+func (s *fakeStage) PONR(*Run) bool { return s.ponr }
+func (s *fakeStage) Skip(*Run) bool { return s.skip }
+
+// undoStage is a fakeStage that can be undone.
+type undoStage struct{ *fakeStage }
+
+func (s undoStage) Undo(ctx context.Context, r *Run) error {
+	s.add("undo " + s.name)
+	return s.undoFail
+}
+
+type stageSet struct {
+	log []string
+	mu  sync.Mutex
+}
+
+func (ss *stageSet) stage(name string, opts ...func(*fakeStage)) Stage {
+	s := &fakeStage{name: name, log: &ss.log, mu: &ss.mu}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.noUndo {
+		return s
+	}
+	return undoStage{s}
+}
+
+func failing(err error) func(*fakeStage) { return func(s *fakeStage) { s.fail = err } }
+func undoFailing(err error) func(*fakeStage) {
+	return func(s *fakeStage) { s.undoFail = err }
+}
+func isPONR(s *fakeStage)   { s.ponr = true }
+func skipped(s *fakeStage)  { s.skip = true }
+func blocking(s *fakeStage) { s.block = true }
+func noUndo(s *fakeStage)   { s.noUndo = true }
+
+func testRun(j *memJournal) *Run {
+	return &Run{ID: 1, journal: j, report: discard{}, Config: &Config{}}
+}
+
+func TestRunnerOrderAndUndo(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name        string
+		stages      func(ss *stageSet) []Stage
+		wantLog     []string
+		wantOutcome journal.Outcome
+		wantPast    bool
+		wantErr     bool
+	}{
+		{
+			name: "all succeed in order",
+			stages: func(ss *stageSet) []Stage {
+				return []Stage{ss.stage("a"), ss.stage("b", skipped), ss.stage("c")}
+			},
+			wantLog:     []string{"run a", "run c"},
+			wantOutcome: journal.Succeeded,
+		},
+		{
+			name: "failure before the PONR undoes in reverse, the failed stage too",
+			stages: func(ss *stageSet) []Stage {
+				return []Stage{ss.stage("a"), ss.stage("b", noUndo), ss.stage("c"), ss.stage("d", failing(boom)), ss.stage("e", isPONR)}
+			},
+			wantLog:     []string{"run a", "run b", "run c", "run d", "undo d", "undo c", "undo a"},
+			wantOutcome: journal.RolledBack,
+			wantErr:     true,
+		},
+		{
+			name: "a failing undo does not stop the others and keeps the run open",
+			stages: func(ss *stageSet) []Stage {
+				return []Stage{ss.stage("a"), ss.stage("b", undoFailing(boom)), ss.stage("c", failing(boom))}
+			},
+			wantLog:     []string{"run a", "run b", "run c", "undo c", "undo b", "undo a"},
+			wantOutcome: journal.FailedPastPONR,
+			wantPast:    true,
+			wantErr:     true,
+		},
+		{
+			name: "failure past the PONR pushes through to the end",
+			stages: func(ss *stageSet) []Stage {
+				return []Stage{ss.stage("a"), ss.stage("p", isPONR), ss.stage("c", failing(boom)), ss.stage("d")}
+			},
+			wantLog:     []string{"run a", "run p", "run c", "run d"},
+			wantOutcome: journal.FailedPastPONR,
+			wantPast:    true,
+			wantErr:     true,
+		},
+		{
+			name: "a PONR stage that changed nothing is still before the PONR",
+			stages: func(ss *stageSet) []Stage {
+				return []Stage{ss.stage("a"), ss.stage("p", isPONR, failing(notCrossed(boom))), ss.stage("c")}
+			},
+			wantLog:     []string{"run a", "run p", "undo p", "undo a"},
+			wantOutcome: journal.RolledBack,
+			wantErr:     true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ss := &stageSet{}
+			j := &memJournal{}
+			rn := &Runner{Stages: tt.stages(ss)}
+			err := rn.Execute(context.Background(), testRun(j))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Execute() = %v, want error %v", err, tt.wantErr)
+			}
+			if IsPastPONR(err) != tt.wantPast {
+				t.Errorf("IsPastPONR(%v) = %v, want %v", err, IsPastPONR(err), tt.wantPast)
+			}
+			if !slices.Equal(ss.log, tt.wantLog) {
+				t.Errorf("stages ran %q, want %q", ss.log, tt.wantLog)
+			}
+			if j.outcome != tt.wantOutcome {
+				t.Errorf("outcome = %q, want %q", j.outcome, tt.wantOutcome)
+			}
+		})
+	}
+}
+
+func TestRunnerJournalsEveryTransition(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{}
+	rn := &Runner{Stages: []Stage{ss.stage("a"), ss.stage("s", skipped), ss.stage("b", failing(errors.New("boom")))}}
+	_ = rn.Execute(context.Background(), testRun(j))
+	want := []string{"a:started", "a:done", "s:skipped", "b:started", "b:failed", "b:undone", "a:undone"}
+	if got := j.transitions(); !slices.Equal(got, want) {
+		t.Errorf("journal = %q, want %q", got, want)
+	}
+	if j.events[0].Index != 1 || j.events[3].Index != 3 {
+		t.Errorf("indexes = %d, %d, want 1, 3", j.events[0].Index, j.events[3].Index)
+	}
+}
+
+func TestRunnerPONRRecordedBeforeItRuns(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{}
+	rn := &Runner{Stages: []Stage{ss.stage("p", isPONR)}}
+	if err := rn.Execute(context.Background(), testRun(j)); err != nil {
+		t.Fatal(err)
+	}
+	if e := j.events[0]; e.State != journal.Started || e.Message != "point of no return" {
+		t.Errorf("first event = %+v, want the PONR stage started with its mark", e)
+	}
+}
+
+func TestRunnerConfirmRefusedChangesNothing(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{}
+	first := &firstWriteStage{ss.stage("intent").(undoStage)}
+	rn := &Runner{
+		Stages:  []Stage{ss.stage("check"), first, ss.stage("after")},
+		Confirm: func(context.Context, *Run) error { return errors.New("not confirmed") },
+	}
+	err := rn.Execute(context.Background(), testRun(j))
+	if err == nil || IsPastPONR(err) {
+		t.Fatalf("Execute() = %v, want a plain refusal", err)
+	}
+	if want := []string{"run check"}; !slices.Equal(ss.log, want) {
+		t.Errorf("stages ran %q, want %q", ss.log, want)
+	}
+	if j.outcome != journal.Aborted {
+		t.Errorf("outcome = %q, want %q", j.outcome, journal.Aborted)
+	}
+}
+
+type firstWriteStage struct{ undoStage }
+
+func (firstWriteStage) FirstWrite() {}
+
+func TestRunnerSignals(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		ponrFirst   bool
+		wantLog     []string
+		wantOutcome journal.Outcome
+	}{
+		{"SIGTERM before the PONR undoes", false, []string{"run a", "run wait", "undo wait", "undo a"}, journal.RolledBack},
+		{"SIGTERM after the PONR is ignored", true, []string{"run a", "run wait", "run after"}, journal.Succeeded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ss := &stageSet{}
+			j := &memJournal{}
+			a := ss.stage("a")
+			if tt.ponrFirst {
+				a = ss.stage("a", isPONR)
+			}
+			rn := &Runner{Stages: []Stage{a, ss.stage("wait", blocking), ss.stage("after")}}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				_ = syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+			}()
+			err := rn.Execute(context.Background(), testRun(j))
+			if tt.ponrFirst != (err == nil) {
+				t.Fatalf("Execute() = %v", err)
+			}
+			if !slices.Equal(ss.log, tt.wantLog) {
+				t.Errorf("stages ran %q, want %q", ss.log, tt.wantLog)
+			}
+			if j.outcome != tt.wantOutcome {
+				t.Errorf("outcome = %q, want %q", j.outcome, tt.wantOutcome)
+			}
+		})
+	}
+}
+
+func TestLearnFirstExecutionWins(t *testing.T) {
+	j := &memJournal{}
+	r := testRun(j)
+	ctx := context.Background()
+	if v, err := r.Learn(ctx, factQueueDrained, "no"); err != nil || v != "no" {
+		t.Fatalf("Learn() = %q, %v; want no", v, err)
+	}
+	// A resumed run starts from the journal's facts and must not overwrite them.
+	r2 := testRun(j)
+	r2.facts = maps(j.facts)
+	if v, _ := r2.Learn(ctx, factQueueDrained, "yes"); v != "no" {
+		t.Errorf("second Learn() = %q, want the first execution's %q", v, "no")
+	}
+	if j.facts[factQueueDrained] != "no" {
+		t.Errorf("journal fact = %q, want no", j.facts[factQueueDrained])
+	}
+}
+
+func TestJoinNames(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a and b"}, {[]string{"a", "b", "c"}, "a, b and c"}} {
+		if got := joinNames(tt.in); got != tt.want {
+			t.Errorf("joinNames(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

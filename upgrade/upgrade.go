@@ -1,0 +1,268 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/cfgupgrade"
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/layout"
+	"github.com/cutover/cutover/nodes"
+)
+
+// Options are what the operator asked of `cutover upgrade`.
+type Options struct {
+	// To is the version to move the cluster to.
+	To string
+	// Force names the skippable checks to override, such as "unhealthy".
+	Force []string
+	// DryRun runs the read-only stages and reports what the run would do.
+	DryRun bool
+	// Confirm, when set, is asked after the checks and before the first change.
+	Confirm func(ctx context.Context, r *Run) error
+	// Reporter receives the run's events; nil reports nothing.
+	Reporter Reporter
+	// Hostname is the local host's name; "" asks the system.
+	Hostname string
+}
+
+// Forceable are the checks --force may override; nothing else can be forced.
+var Forceable = []string{"unhealthy"}
+
+// Result describes a finished run, successful or not.
+type Result struct {
+	Run       uint64
+	App       string
+	From, To  string
+	Direction Direction
+	Nodes     int
+	Offline   []string
+	Backup    string
+	Log       string
+	Duration  time.Duration
+	// Nothing is true when the cluster already was at the target.
+	Nothing bool
+}
+
+// Upgrade moves the cluster described by cfg to opts.To through the whole stage machine. It
+// refuses before writing anything when the input is bad (IsBadInput), when this host is not
+// the master (IsNotMaster) or when another run holds the lock (journal.IsLocked).
+func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
+	start := time.Now()
+	r, cleanup, err := prepare(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	res := &Result{App: cfg.App, From: r.From, To: r.To, Direction: r.Direction, Nodes: len(r.Online)}
+	for _, n := range r.Offline {
+		res.Offline = append(res.Offline, n.Name)
+	}
+	if r.From == r.To {
+		res.Nothing = true
+		return res, nil
+	}
+	if opts.DryRun {
+		rn := &Runner{Stages: Stages()[:2]}
+		err := rn.Execute(ctx, r)
+		res.Duration = time.Since(start)
+		return res, err
+	}
+
+	store := journal.NewStore(JournalPath(cfg))
+	host, _ := os.Hostname()
+	jr, err := store.CreateRun(ctx, journal.Run{Kind: "upgrade", From: r.From, To: r.To, Direction: string(r.Direction), Host: host, PID: os.Getpid()})
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	r.ID, r.journal = jr.ID, store
+	res.Run = jr.ID
+	if len(res.Offline) > 0 {
+		if err := store.SetOffline(ctx, r.ID, res.Offline); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+	}
+	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
+		return nil, err
+	}
+	defer r.log.Close()
+	res.Log = r.log.Path()
+	r.log.Printf("run %d: %s %s -> %s (%s) on %d nodes, offline: %v", r.ID, cfg.App, r.From, r.To, r.Direction, len(r.Online), res.Offline)
+	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("%s %s -> %s", cfg.App, r.From, r.To)})
+
+	rn := &Runner{Stages: Stages(), Confirm: opts.Confirm}
+	err = rn.Execute(ctx, r)
+	res.Backup = r.Backup
+	res.Duration = time.Since(start)
+	return res, err
+}
+
+// prepare does everything before the first stage: checks the input, that this is the master,
+// takes the lock, connects and reads the live version. Nothing is written but the lock file.
+func prepare(ctx context.Context, cfg *Config, opts Options) (*Run, func(), error) {
+	if err := layout.ValidVersion(opts.To); err != nil {
+		return nil, nil, badInput(fmt.Errorf("--to: %w", err))
+	}
+	force := map[string]bool{}
+	for _, f := range opts.Force {
+		known := false
+		for _, k := range Forceable {
+			known = known || f == k
+		}
+		if !known {
+			return nil, nil, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
+		}
+		force[f] = true
+	}
+	if err := CheckMaster(cfg, opts.Hostname); err != nil {
+		return nil, nil, err
+	}
+	inv, err := Inventory(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	lay, err := Layout(cfg)
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	if err := os.MkdirAll(cfg.Paths.StateDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	host, _ := os.Hostname()
+	lock, err := journal.AcquireLock(LockPath(cfg), journal.Holder{Host: host, PID: os.Getpid(), Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")})
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := nodes.NewPool(inv, SSHOptions(cfg))
+	if err != nil {
+		lock.Release()
+		return nil, nil, badInput(fmt.Errorf("ssh: %w", err))
+	}
+	cleanup := func() {
+		pool.Close()
+		lock.Release()
+	}
+	rep := opts.Reporter
+	if rep == nil {
+		rep = discard{}
+	}
+	r := &Run{
+		To: opts.To, Config: cfg, Layout: lay, Inventory: inv, Force: force,
+		Online: inv.Online(), Offline: inv.Offline(),
+		dial: poolDialer{pool}, report: rep,
+	}
+	if pending, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("run %d (%s -> %s) is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort'", pending.RunID, pending.From, pending.To)
+	} else if !journal.NoIntent(err) {
+		cleanup()
+		return nil, nil, err
+	}
+	if r.From, err = liveVersion(ctx, r); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if r.Direction, err = direction(r.From, r.To); err != nil {
+		cleanup()
+		return nil, nil, badInput(err)
+	}
+	return r, cleanup, nil
+}
+
+// liveVersion reads the version the cluster runs from the master: its links and, when the
+// version directories only name the minor, its application config.
+func liveVersion(ctx context.Context, r *Run) (string, error) {
+	c, err := r.dial.Conn(ctx, r.Inventory.Master)
+	if err != nil {
+		return "", err
+	}
+	dir, err := r.Layout.Live(ctx, c)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", r.Inventory.Master, err)
+	}
+	if r.Config.VersionDirs == "full" {
+		return dir, nil
+	}
+	v, err := cfgupgrade.ReadVersion(r.configSpec())
+	if err != nil {
+		return "", fmt.Errorf("%s: live version: %w", r.Inventory.Master, err)
+	}
+	if minorOf(v) != dir {
+		return "", fmt.Errorf("%s: the links point at %s but the application config is at %s", r.Inventory.Master, dir, v)
+	}
+	return v, nil
+}
+
+// CheckMaster refuses unless hostname (or this host's name when empty), short or full, is
+// the cluster's master.
+func CheckMaster(cfg *Config, hostname string) error {
+	if hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("host name: %w", err)
+		}
+		hostname = h
+	}
+	short := func(s string) string { return strings.SplitN(s, ".", 2)[0] }
+	if hostname == cfg.Cluster.Master || short(hostname) == short(cfg.Cluster.Master) {
+		return nil
+	}
+	return notMaster(fmt.Errorf("this host is %s, not the cluster's master %s: run cutover on %s", hostname, cfg.Cluster.Master, cfg.Cluster.Master))
+}
+
+// Inventory loads the cluster's node list.
+func Inventory(ctx context.Context, cfg *Config) (*nodes.Inventory, error) {
+	var static []nodes.Node
+	for _, n := range cfg.Cluster.Nodes {
+		static = append(static, nodes.Node{Name: n.Name, Address: n.Address, Port: n.Port, Offline: n.Offline})
+	}
+	inv, err := nodes.LoadInventory(ctx, cfg.Cluster.Master, static, cfg.Cluster.NodesCommand)
+	if err != nil {
+		if cfg.Cluster.NodesCommand == "" {
+			err = badInput(err)
+		}
+		return nil, fmt.Errorf("node list: %w", err)
+	}
+	return inv, nil
+}
+
+// Layout names the application's side-by-side trees as cfg describes them.
+func Layout(cfg *Config) (*layout.Layout, error) {
+	return layout.New(cfg.App, layout.Paths{
+		LibDir: cfg.Paths.LibDir, DataDir: cfg.Paths.DataDir,
+		SysconfDir: cfg.Paths.SysconfDir, LocalstateDir: cfg.Paths.LocalstateDir,
+	}, cfg.VersionDirs, "")
+}
+
+// SSHOptions is how cfg says to reach the nodes.
+func SSHOptions(cfg *Config) nodes.SSHConfig {
+	return nodes.SSHConfig{
+		User:           cfg.SSH.User,
+		IdentityFiles:  cfg.SSH.IdentityFiles,
+		AgentSocket:    os.Getenv("SSH_AUTH_SOCK"),
+		KnownHosts:     cfg.SSH.KnownHosts,
+		ConnectTimeout: cfg.SSH.ConnectTimeout.Duration,
+		CommandTimeout: cfg.SSH.CommandTimeout.Duration,
+	}
+}
+
+// JournalPath is where a cluster's journal lives.
+func JournalPath(c *Config) string { return filepath.Join(c.Paths.StateDir, "journal.db") }
+
+// LockPath is the run lock of a cluster.
+func LockPath(c *Config) string { return filepath.Join(c.Paths.StateDir, "lock") }
+
+// poolDialer hands out the pool's connections as the stages' Conn.
+type poolDialer struct{ p *nodes.Pool }
+
+func (d poolDialer) Conn(ctx context.Context, node string) (Conn, error) {
+	c, err := d.p.Conn(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
