@@ -54,7 +54,8 @@ func (c *Conn) close() error {
 }
 
 // Run runs argv on the node: the arguments are quoted with QuoteArgs and the
-// line is run by the node's shell (the login shell over SSH, sh locally). It
+// line is run by the node's shell (the login shell over SSH, which must be a
+// POSIX shell; sh locally). It
 // returns a non-nil error when the command does not exit 0, naming the node,
 // the command, the exit code and the tail of its standard error, and when
 // the connection fails or the command timeout or ctx ends it; the Result is
@@ -203,7 +204,8 @@ func (c *Conn) ReadFile(name string) ([]byte, error) {
 // reader sees either the old or the new contents: it writes a temporary file
 // in the same directory, syncs it to disk, sets perm (exactly, whatever the
 // umask), and renames it over name; locally it then syncs the directory. The
-// temporary file is removed when a step fails.
+// temporary file is removed when a step fails. The new file belongs to the
+// login user (over SSH) or to this process.
 func (c *Conn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
 	if err := c.checkAbs("write", name); err != nil {
 		return err

@@ -260,8 +260,9 @@ func splitAddressPort(s string) (string, int, error) {
 
 // LoadInventory returns the cluster's inventory. When nodesCommand is not
 // empty it is run locally with `sh -c` (it is the operator's own
-// configuration text) and its standard output is parsed with ParseNodeList;
-// otherwise the static list is validated with NewInventory.
+// configuration text), for at most a minute, and its standard output is
+// parsed with ParseNodeList; otherwise the static list is validated with
+// NewInventory.
 func LoadInventory(ctx context.Context, master string, static []Node, nodesCommand string) (*Inventory, error) {
 	if nodesCommand == "" {
 		return NewInventory(master, static)

@@ -82,7 +82,9 @@ func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
 	if inv == nil {
 		return nil, errors.New("new pool: no inventory")
 	}
-	if err := inv.checkMaster(); err != nil {
+	// Validate again: an Inventory may have been built by hand.
+	inv, err := NewInventory(inv.Master, inv.Nodes)
+	if err != nil {
 		return nil, fmt.Errorf("new pool: %w", err)
 	}
 	p := &Pool{inv: inv, cfg: cfg.withDefaults(), slots: make(map[string]*slot, len(inv.Nodes))}
@@ -172,7 +174,8 @@ func loadIdentity(file string) (ssh.Signer, error) {
 
 // Conn returns the connection to the node called name, dialing it when the
 // pool holds none or the one it holds is dead. Concurrent callers for one
-// node share a single dial.
+// node share a single dial. Offline nodes are reached like any other:
+// leaving them out is up to the caller (see Inventory.Online).
 func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
 	n, ok := p.inv.Lookup(name)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,7 +85,6 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 		Auth:              []ssh.AuthMethod{p.auth},
 		HostKeyCallback:   p.hostKeys.check(known),
 		HostKeyAlgorithms: algos,
-		Timeout:           p.cfg.ConnectTimeout,
 	}
 
 	timeout := p.cfg.ConnectTimeout
@@ -93,6 +93,10 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 	var d net.Dialer
 	tcp, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			err = oe.Err // "connect: connection refused", without repeating the address
+		}
 		de := &dialError{node: n.Name, op: "dial", addr: addr, err: err}
 		if ctx.Err() != nil {
 			de.err = ctx.Err()
@@ -109,6 +113,12 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 	stop()
 	if err != nil {
 		tcp.Close()
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // drop "ssh: handshake failed: "
+		}
+		if strings.Contains(err.Error(), "unable to authenticate") {
+			err = fmt.Errorf("login as %s refused: %w", p.cfg.User, err)
+		}
 		de := &dialError{node: n.Name, op: "ssh handshake with", addr: addr, err: err}
 		if ctx.Err() != nil {
 			de.err = ctx.Err()
