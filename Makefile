@@ -23,3 +23,37 @@ lint:
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./nodes/
+
+# The demo and the test cluster by hand (test/cluster/clusterctl). NAME names the cluster,
+# NODE a node (node1 is the master), CMD a shell command to run on it.
+NAME       ?= cutover-demo
+NODES      ?= 4
+CLUSTERCTL  = $(GO) run ./test/cluster/clusterctl -name "$(NAME)"
+
+.PHONY: cluster-up cluster-down cluster-status node-exec \
+	node-reboot node-crash node-poweroff node-poweron node-cut node-heal
+
+demo: deps build
+	NAME="$(NAME)" GO="$(GO)" CUTOVER_BIN="$(BIN)" test/demo.sh
+
+demo-down:
+	$(CLUSTERCTL) down
+
+cluster-up: deps
+	$(CLUSTERCTL) up -nodes "$(NODES)"
+
+cluster-down:
+	$(CLUSTERCTL) down
+
+cluster-status:
+	$(CLUSTERCTL) status
+
+node-reboot node-crash node-poweroff node-poweron node-cut node-heal:
+	@test -n "$(NODE)" || { echo "usage: make $@ NODE=node2 [NAME=$(NAME)]" >&2; exit 2; }
+	$(CLUSTERCTL) $(@:node-%=%) "$(NODE)"
+
+# CMD reaches the node as typed: make does not expand the $(...) in it.
+node-exec: export CLUSTER_CMD = $(value CMD)
+node-exec:
+	@test -n "$(NODE)" && test -n "$$CLUSTER_CMD" || { echo "usage: make $@ NODE=node1 CMD='...' [NAME=$(NAME)]" >&2; exit 2; }
+	@$(CLUSTERCTL) exec "$(NODE)" "$$CLUSTER_CMD"
