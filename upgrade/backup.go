@@ -58,3 +58,6 @@ func (r *Run) backupDirs() []string {
 
 // BackupDir is where a cluster's backups are kept.
 func BackupDir(c *Config) string { return filepath.Join(c.Paths.StateDir, "backups") }
+
+// Once makes a resumed run skip the stage when an earlier execution completed it.
+func (backup) Once() bool { return true }

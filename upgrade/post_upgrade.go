@@ -14,3 +14,6 @@ func (postUpgrade) Run(ctx context.Context, r *Run) error {
 	_, err := r.OnMaster(ctx, r.Config.Commands.PostUpgrade)
 	return err
 }
+
+// Once makes a resumed run skip the stage when an earlier execution completed it.
+func (postUpgrade) Once() bool { return true }

@@ -74,7 +74,12 @@ type Run struct {
 	stage      *stageState
 	failed     []string // stages that failed past the point of no return
 	undoFailed bool     // an undo step failed: the cluster is not as before
+	// prev are the stage states an earlier execution of this run left in the journal.
+	prev map[string]journal.State
 }
+
+// doneBefore reports whether an earlier execution of the run completed stage.
+func (r *Run) doneBefore(stage string) bool { return r.prev[stage] == journal.Done }
 
 // Failed lists the stages that failed past the point of no return so far.
 func (r *Run) Failed() []string {
@@ -318,16 +323,21 @@ func (c *loggedConn) RunShell(ctx context.Context, script string) (nodes.Result,
 	c.mu.Lock()
 	c.prev = &res
 	c.mu.Unlock()
-	if err != nil && !strings.Contains(err.Error(), c.node) {
-		err = fmt.Errorf("%s: %w", c.node, err)
-	}
-	return res, err
+	return res, onNode(c.node, err)
 }
 
 func (c *loggedConn) last() *nodes.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.prev
+}
+
+// onNode names node in err unless the message already starts with it.
+func onNode(node string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), node+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", node, err)
 }
 
 // errSkipped is returned by a stage that has nothing to do in this run.

@@ -35,6 +35,12 @@ type ponrStage interface {
 	PONR(r *Run) bool
 }
 
+// onceOnly is a stage that an interrupted run does not repeat once it completed, such as the
+// backup or the post-upgrade hook.
+type onceOnly interface {
+	Once() bool
+}
+
 // firstWriter is the first stage that changes anything; the operator confirms before it.
 type firstWriter interface {
 	FirstWrite()
@@ -48,6 +54,16 @@ type Runner struct {
 	// Confirm, when set, is asked before the first stage that changes anything; an error
 	// stops the run with nothing changed.
 	Confirm func(ctx context.Context, r *Run) error
+	// Start is the index in Stages of the first stage to run; a resumed run starts late.
+	Start int
+	// Prelude runs before Stages[Start], shown and journaled without a position: a resumed
+	// run past the point of no return stops the daemons everywhere first.
+	Prelude []Stage
+	// Done are stages an earlier execution of the run completed, undone with the others if
+	// this execution fails before the point of no return.
+	Done []Stage
+	// Past says an earlier execution already crossed the point of no return.
+	Past bool
 
 	mu          sync.Mutex
 	past        bool // the point of no return has been crossed
@@ -59,7 +75,9 @@ type Runner struct {
 // stage failed; any other error when the run stopped before it and the completed stages were
 // undone.
 func (rn *Runner) Execute(ctx context.Context, r *Run) error {
-	signal.Ignore(syscall.SIGHUP)
+	// Losing the operator's session never stops a run: SIGHUP is ignored, and a closed
+	// stdout makes writes fail instead of killing the process (the log has everything).
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -82,8 +100,25 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 	}()
 
-	var started []Stage
-	for i, st := range rn.Stages {
+	rn.past = rn.Past
+	started := append([]Stage(nil), rn.Done...)
+	type step struct {
+		i  int
+		st Stage
+	}
+	var steps []step
+	for _, st := range rn.Prelude {
+		steps = append(steps, step{-1, st})
+	}
+	for i := rn.Start; i < len(rn.Stages); i++ {
+		steps = append(steps, step{i, rn.Stages[i]})
+	}
+	for _, sp := range steps {
+		i, st := sp.i, sp.st
+		if o, ok := st.(onceOnly); ok && o.Once() && r.doneBefore(st.Name()) {
+			rn.record(ctx, r, i, st, journal.Skipped, 0, "done by an earlier execution of this run")
+			continue
+		}
 		if s, ok := st.(skipper); ok && s.Skip(r) {
 			rn.record(ctx, r, i, st, journal.Skipped, 0, "")
 			continue
@@ -171,6 +206,19 @@ func (rn *Runner) interruptErr() error {
 // rollBack undoes the started stages in reverse order, each on its own: one failing undo
 // does not stop the others. Undo runs with ctx, which signals do not cancel.
 func (rn *Runner) rollBack(ctx context.Context, r *Run, started []Stage, cause error) error {
+	return rn.undo(ctx, r, started, cause, journal.RolledBack)
+}
+
+// Abort undoes the stages an interrupted run completed (rn.Done), in reverse, and ends the run
+// as aborted. It is `cutover upgrade --abort` for a run before its point of no return.
+func (rn *Runner) Abort(ctx context.Context, r *Run) error {
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+	return rn.undo(ctx, r, rn.Done, nil, journal.Aborted)
+}
+
+// undo undoes started in reverse and finishes the run with outcome, unless an undo failed.
+func (rn *Runner) undo(ctx context.Context, r *Run, started []Stage, cause error, outcome journal.Outcome) error {
 	var undoErrs []error
 	for i := len(started) - 1; i >= 0; i-- {
 		st := started[i]
@@ -194,15 +242,19 @@ func (rn *Runner) rollBack(ctx context.Context, r *Run, started []Stage, cause e
 	}
 	if len(undoErrs) > 0 {
 		rn.finish(ctx, r, journal.FailedPastPONR)
-		return pastPONR(fmt.Errorf("%w; and undoing it failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort'", cause, errors.Join(undoErrs...)))
+		undoErr := errors.Join(undoErrs...)
+		if cause == nil {
+			return pastPONR(fmt.Errorf("undoing run %d failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort' again", r.ID, undoErr))
+		}
+		return pastPONR(fmt.Errorf("%w; and undoing it failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort'", cause, undoErr))
 	}
-	rn.finish(ctx, r, journal.RolledBack)
+	rn.finish(ctx, r, outcome)
 	return cause
 }
 
 func (rn *Runner) index(st Stage) int {
 	for i, s := range rn.Stages {
-		if s == st {
+		if s.Name() == st.Name() {
 			return i
 		}
 	}

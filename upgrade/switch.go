@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cutover/cutover/nodes"
 )
@@ -32,7 +31,7 @@ func (switchLinks) Undo(ctx context.Context, r *Run) error {
 func switchAll(ctx context.Context, r *Run, version string) error {
 	return r.OnNodes(ctx, r.Online, true, func(ctx context.Context, c Conn, n nodes.Node) error {
 		if err := r.Layout.Switch(ctx, c, version); err != nil {
-			return fmt.Errorf("%s: switch to %s: %w", n.Name, version, err)
+			return onNode(n.Name, err)
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,9 +54,12 @@ type Result struct {
 // the master (IsNotMaster) or when another run holds the lock (journal.IsLocked).
 func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	start := time.Now()
-	r, cleanup, err := prepare(ctx, cfg, opts)
+	r, cleanup, pending, err := prepare(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	if pending {
+		return Resume(ctx, cfg, ResumeOptions{Reporter: opts.Reporter, Hostname: opts.Hostname})
 	}
 	defer cleanup()
 	res := &Result{App: cfg.App, From: r.From, To: r.To, Direction: r.Direction, Nodes: len(r.Online)}
@@ -101,25 +105,52 @@ func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	return res, err
 }
 
-// prepare does everything before the first stage: checks the input, that this is the master,
-// takes the lock, connects and reads the live version. Nothing is written but the lock file.
-func prepare(ctx context.Context, cfg *Config, opts Options) (*Run, func(), error) {
+// prepare does everything before the first stage of `upgrade --to`: checks the input, that
+// this is the master, takes the lock, connects and reads the live version. Nothing is written
+// but the lock file. A pending run to the same target is resumed instead (pending is set).
+func prepare(ctx context.Context, cfg *Config, opts Options) (r *Run, cleanup func(), pending bool, err error) {
 	if err := layout.ValidVersion(opts.To); err != nil {
-		return nil, nil, badInput(fmt.Errorf("--to: %w", err))
+		return nil, nil, false, badInput(fmt.Errorf("--to: %w", err))
 	}
 	force := map[string]bool{}
 	for _, f := range opts.Force {
-		known := false
-		for _, k := range Forceable {
-			known = known || f == k
-		}
-		if !known {
-			return nil, nil, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
+		if !slices.Contains(Forceable, f) {
+			return nil, nil, false, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
 		}
 		force[f] = true
 	}
-	if err := CheckMaster(cfg, opts.Hostname); err != nil {
-		return nil, nil, err
+	if r, cleanup, err = setup(ctx, cfg, opts.Reporter, opts.Hostname, true); err != nil {
+		return nil, nil, false, err
+	}
+	r.To, r.Force = opts.To, force
+	if in, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
+		cleanup()
+		if in.To == opts.To && !opts.DryRun {
+			return nil, nil, true, nil
+		}
+		return nil, nil, false, fmt.Errorf("run %d (%s -> %s) is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before switching to %s", in.RunID, in.From, in.To, opts.To)
+	} else if !journal.NoIntent(err) {
+		cleanup()
+		return nil, nil, false, err
+	}
+	if r.From, err = liveVersion(ctx, r); err != nil {
+		cleanup()
+		return nil, nil, false, err
+	}
+	if r.Direction, err = direction(r.From, r.To); err != nil {
+		cleanup()
+		return nil, nil, false, badInput(err)
+	}
+	return r, cleanup, false, nil
+}
+
+// setup does what every run needs first: the master check by host name (unless a resume
+// checks by majority instead), the node list, the layout, the run lock and the connections.
+func setup(ctx context.Context, cfg *Config, rep Reporter, hostname string, hostCheck bool) (*Run, func(), error) {
+	if hostCheck {
+		if err := CheckMaster(cfg, hostname); err != nil {
+			return nil, nil, err
+		}
 	}
 	inv, err := Inventory(ctx, cfg)
 	if err != nil {
@@ -146,29 +177,13 @@ func prepare(ctx context.Context, cfg *Config, opts Options) (*Run, func(), erro
 		pool.Close()
 		lock.Release()
 	}
-	rep := opts.Reporter
 	if rep == nil {
 		rep = discard{}
 	}
 	r := &Run{
-		To: opts.To, Config: cfg, Layout: lay, Inventory: inv, Force: force,
+		Config: cfg, Layout: lay, Inventory: inv, Force: map[string]bool{},
 		Online: inv.Online(), Offline: inv.Offline(),
 		dial: poolDialer{pool}, report: rep,
-	}
-	if pending, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("run %d (%s -> %s) is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort'", pending.RunID, pending.From, pending.To)
-	} else if !journal.NoIntent(err) {
-		cleanup()
-		return nil, nil, err
-	}
-	if r.From, err = liveVersion(ctx, r); err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	if r.Direction, err = direction(r.From, r.To); err != nil {
-		cleanup()
-		return nil, nil, badInput(err)
 	}
 	return r, cleanup, nil
 }

@@ -30,11 +30,11 @@ func checkNodes(ctx context.Context, r *Run, list []nodes.Node) error {
 	}
 	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		if err := r.Layout.CheckInstalled(ctx, c, r.To); err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+			return onNode(n.Name, err)
 		}
 		live, err := r.Layout.Live(ctx, c)
 		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+			return onNode(n.Name, err)
 		}
 		switch {
 		case live == fromDir:

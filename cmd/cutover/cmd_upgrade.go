@@ -17,7 +17,7 @@ func upgradeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "upgrade",
 		Usage:     "switch the cluster up or down to a version",
-		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]",
+		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]\n   cutover upgrade --resume\n   cutover upgrade --abort",
 		Description: "Checks that VERSION is installed on every online node, then drains the queue, stops the daemons,\n" +
 			"backs up the state, switches the links and migrates the config, starts everything again and verifies.\n" +
 			"On a terminal it shows the plan and asks before changing anything; without one, --yes is required.\n\n" + exitCodesHelp,
@@ -26,19 +26,37 @@ func upgradeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "run the checks and show what would be done; change nothing"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 			&cli.StringSliceFlag{Name: "force", Usage: "override a skippable `CHECK` (" + strings.Join(upgrade.Forceable, ", ") + ")"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted run (at boot: @reboot in root's crontab); without one, do nothing"},
+			&cli.BoolFlag{Name: "abort", Usage: "undo an interrupted run that is before its point of no return"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("upgrade takes no arguments, got %q", c.Args().First())
 			}
-			if c.String("to") == "" {
-				return usagef("upgrade needs --to=VERSION")
+			modes := 0
+			for _, f := range []string{"to", "resume", "abort"} {
+				if c.IsSet(f) {
+					modes++
+				}
+			}
+			if modes != 1 {
+				return usagef("upgrade needs exactly one of --to=VERSION, --resume and --abort")
 			}
 			cfg, err := loadConfig(c)
 			if err != nil {
 				return err
 			}
 			p := newPrinter(c)
+			switch {
+			case c.Bool("resume"):
+				res, err := upgrade.Resume(c.Context, cfg, upgrade.ResumeOptions{Reporter: p})
+				p.upgradeDone(res, err, false)
+				return err
+			case c.Bool("abort"):
+				res, err := upgrade.Abort(c.Context, cfg, upgrade.AbortOptions{Reporter: p})
+				p.abortDone(res, err)
+				return err
+			}
 			opts := upgrade.Options{
 				To: c.String("to"), Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: p,
 			}

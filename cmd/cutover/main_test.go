@@ -245,7 +245,8 @@ func TestUpgradeRefusals(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"no --to", nil, []string{"upgrade", "--yes"}, exitUsage, "needs --to"},
+		{"no --to", nil, []string{"upgrade", "--yes"}, exitUsage, "needs exactly one of --to=VERSION"},
+		{"--to with --resume", nil, []string{"upgrade", "--to=1.1.0", "--resume"}, exitUsage, "needs exactly one of"},
 		{"malformed version", nil, []string{"upgrade", "--to=1.x", "--yes"}, exitUsage, "--to"},
 		{"hostile version", nil, []string{"upgrade", "--to=1.1.0; touch /tmp/pwned", "--yes"}, exitUsage, "--to"},
 		{"path in version", nil, []string{"upgrade", "--to=../../1.1.0", "--yes"}, exitUsage, "--to"},

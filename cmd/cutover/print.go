@@ -46,7 +46,11 @@ func (p *printer) Report(e upgrade.Event) {
 		if e.PONR && e.State == "ok" {
 			msg += "  <- point of no return"
 		}
-		fmt.Fprintf(p.out, "[%2d/%d] %-18s %-8s %-12s %6s  %s\n", e.Index, e.Total, e.Stage, stateWord(e.State), nodes, seconds(e.Duration), firstLine(msg, e.State))
+		idx := fmt.Sprintf("%2d", e.Index)
+		if e.Index == 0 {
+			idx = " -"
+		}
+		fmt.Fprintf(p.out, "[%s/%d] %-18s %-8s %-12s %6s  %s\n", idx, e.Total, e.Stage, stateWord(e.State), nodes, seconds(e.Duration), firstLine(msg, e.State))
 		p.nodeLines(e)
 	case "undo":
 		fmt.Fprintf(p.out, "        undo %-13s %s  %s\n", e.Stage, stateWord(e.State), firstLine(e.Message, e.State))
@@ -66,7 +70,7 @@ func (p *printer) nodeLines(e upgrade.Event) {
 		}
 		status := "ok"
 		if !n.OK {
-			status = n.Error
+			status = strings.TrimPrefix(n.Error, n.Node+": ")
 		}
 		fmt.Fprintf(p.out, "  %s: %s\n", n.Node, status)
 		if !n.OK && n.StderrTail != "" && !strings.Contains(n.Error, n.StderrTail) {
@@ -95,6 +99,8 @@ func (p *printer) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 		return
 	}
 	switch {
+	case res.Nothing && res.To == "":
+		// A resume without a pending run: it runs at every boot, and says nothing.
 	case res.Nothing:
 		fmt.Fprintf(p.out, "%s is already at %s on the master; nothing to do\n", res.App, res.To)
 	case dryRun && err == nil:
@@ -118,6 +124,30 @@ func (p *printer) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 		if res.Log != "" {
 			fmt.Fprintf(p.out, "log: %s\n", res.Log)
 		}
+	}
+}
+
+// abortDone prints the end of `upgrade --abort`.
+func (p *printer) abortDone(res *upgrade.Result, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		e := map[string]any{"time": time.Now(), "type": "done", "exit": exitCode(err)}
+		if res != nil {
+			e["run"], e["from"], e["to"], e["log"] = res.Run, res.From, res.To, res.Log
+		}
+		if err != nil {
+			e["error"] = err.Error()
+		}
+		_ = json.NewEncoder(p.out).Encode(e)
+		return
+	}
+	switch {
+	case res == nil:
+	case res.Nothing:
+		fmt.Fprintln(p.out, "no run is pending; nothing to abort")
+	case err == nil:
+		fmt.Fprintf(p.out, "aborted run %d: %s is back at %s on %d nodes\n", res.Run, res.App, res.From, res.Nodes)
 	}
 }
 

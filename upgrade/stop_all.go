@@ -1,0 +1,14 @@
+package upgrade
+
+import "context"
+
+// stopAll stops the daemons on every online node. A run resumed past the point of no return
+// runs it first: a reboot may have started daemons of either version, on a config they may
+// not understand.
+type stopAll struct{}
+
+func (stopAll) Name() string { return "stop-all" }
+
+func (stopAll) Run(ctx context.Context, r *Run) error {
+	return r.Command(ctx, r.Online, false, r.Config.Commands.DaemonsStop)
+}
