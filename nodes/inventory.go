@@ -1,7 +1,6 @@
 package nodes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -279,15 +278,4 @@ func LoadInventory(ctx context.Context, master string, static []Node, nodesComma
 		return nil, fmt.Errorf("nodes_command %q: %w", nodesCommand, err)
 	}
 	return inv, nil
-}
-
-// trimmedLines is used by error messages to show output on one line.
-func trimmedLines(b []byte) []string {
-	var out []string
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if l = bytes.TrimSpace(l); len(l) > 0 {
-			out = append(out, string(l))
-		}
-	}
-	return out
 }

@@ -44,9 +44,13 @@ func execLocal(ctx context.Context, line string, timeout time.Duration) (code in
 		return 0, stdout, stderr, false, nil
 	case code >= 0:
 		return code, stdout, stderr, false, nil
-	default:
-		return -1, stdout, stderr, false, runErr
 	}
+	if cmd.ProcessState != nil {
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -1, stdout, stderr, false, fmt.Errorf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		}
+	}
+	return -1, stdout, stderr, false, runErr
 }
 
 // runLocal runs line locally and fills a Result; see Conn.Run.

@@ -113,7 +113,7 @@ func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
 // loadSSH prepares authentication and host-key checking.
 func (p *Pool) loadSSH() error {
 	if p.cfg.User == "" {
-		return errors.New("ssh: no user configured")
+		return errors.New("no ssh user configured")
 	}
 	var signers []ssh.Signer
 	for _, f := range p.cfg.IdentityFiles {
@@ -127,13 +127,13 @@ func (p *Pool) loadSSH() error {
 	if p.cfg.AgentSocket != "" {
 		conn, err := net.Dial("unix", p.cfg.AgentSocket)
 		if err != nil {
-			return fmt.Errorf("ssh-agent %s: %w", p.cfg.AgentSocket, err)
+			return fmt.Errorf("ssh-agent %s: %w (unset SSH_AUTH_SOCK to log in with the identity files only)", p.cfg.AgentSocket, err)
 		}
 		p.agent = conn
 		agentClient = agent.NewClient(conn)
 	}
 	if len(signers) == 0 && agentClient == nil {
-		return errors.New("ssh: no identity files and no ssh-agent: nothing to log in with")
+		return errors.New("no identity files and no ssh-agent: nothing to log in with")
 	}
 	// One public-key method offering every key: the client tries each kind
 	// of method once, so keys split across methods would go untried.
@@ -149,7 +149,7 @@ func (p *Pool) loadSSH() error {
 	})
 	hk, err := loadHostKeys(p.cfg.KnownHosts)
 	if err != nil {
-		return fmt.Errorf("ssh: %w", err)
+		return err
 	}
 	p.hostKeys = hk
 	return nil

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -168,4 +169,15 @@ func (t *tailBuffer) Bytes() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]byte(nil), t.buf...)
+}
+
+// trimmedLines returns the non-blank lines of b, trimmed.
+func trimmedLines(b []byte) []string {
+	var out []string
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if l = bytes.TrimSpace(l); len(l) > 0 {
+			out = append(out, string(l))
+		}
+	}
+	return out
 }

@@ -33,7 +33,6 @@ const killGrace = 500 * time.Millisecond
 
 // sshClient is one node's SSH connection with its keepalive watch.
 type sshClient struct {
-	node     string
 	addr     string
 	client   *ssh.Client
 	sessions chan struct{} // slots for concurrent sessions
@@ -130,7 +129,6 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 	tcp.SetDeadline(time.Time{})
 
 	c := &sshClient{
-		node:     n.Name,
 		addr:     addr,
 		client:   ssh.NewClient(conn, chans, reqs),
 		sessions: make(chan struct{}, maxSessions),
@@ -177,9 +175,9 @@ func (c *sshClient) close() error {
 }
 
 // keepalive sends keepalive@openssh.com requests every interval and closes
-// the connection once max of them in a row went unanswered, so that commands
-// on a node that vanished fail instead of hanging.
-func (c *sshClient) keepalive(interval time.Duration, max int) {
+// the connection once maxMissed of them in a row went unanswered, so that
+// commands on a node that vanished fail instead of hanging.
+func (c *sshClient) keepalive(interval time.Duration, maxMissed int) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	missed := 0
@@ -211,7 +209,7 @@ func (c *sshClient) keepalive(interval time.Duration, max int) {
 			wait.Stop()
 			return
 		}
-		if missed >= max {
+		if missed >= maxMissed {
 			c.markDead(fmt.Errorf("connection to %s lost: no answer to %d keepalives %s apart", c.addr, missed, interval))
 			c.client.Close()
 			return

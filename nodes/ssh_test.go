@@ -248,7 +248,7 @@ func TestNewPoolErrors(t *testing.T) {
 		{name: "no known_hosts file exists", edit: func(c *nodes.SSHConfig) { c.KnownHosts = []string{dir + "/a", dir + "/b"} },
 			wantErr: "none of the known_hosts files exists (" + dir + "/a, " + dir + "/b)"},
 		{name: "agent socket missing", edit: func(c *nodes.SSHConfig) { c.AgentSocket = dir + "/agent.sock" }, wantErr: "ssh-agent " + dir + "/agent.sock"},
-		{name: "no user", edit: func(c *nodes.SSHConfig) { c.User = "" }, wantErr: "no user"},
+		{name: "no user", edit: func(c *nodes.SSHConfig) { c.User = "" }, wantErr: "no ssh user configured"},
 		{name: "nothing to log in with", edit: func(c *nodes.SSHConfig) { c.IdentityFiles = nil }, wantErr: "no identity files and no ssh-agent"},
 	}
 	for _, tt := range tests {
@@ -589,4 +589,42 @@ func logins(s *sshdtest.Server) int {
 		stable++
 	}
 	return n
+}
+
+// TestEachOverSSH fans a command out over real nodes, one of them down: the
+// others succeed, the error names only the failed node, and the master,
+// reached locally, runs last.
+func TestEachOverSSH(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 4)
+	c.Servers[2].Kill(t) // node3
+	p := newPool(t, c, nil)
+	list := clusterNodes(c)
+	var order []string
+	var mu sync.Mutex
+	outcomes, err := nodes.Each(context.Background(), list, 2, localMaster, func(ctx context.Context, n nodes.Node) error {
+		conn, err := p.Conn(ctx, n.Name)
+		if err != nil {
+			return err
+		}
+		_, err = conn.Run(ctx, "true")
+		mu.Lock()
+		order = append(order, n.Name)
+		mu.Unlock()
+		return err
+	})
+	if err == nil || !strings.HasPrefix(err.Error(), "node3: dial 127.0.0.1:") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one error, naming node3's failed dial", err)
+	}
+	for i, o := range outcomes {
+		if o.Node != list[i].Name {
+			t.Errorf("outcome %d is %s, want %s", i, o.Node, list[i].Name)
+		}
+		if (o.Err != nil) != (o.Node == "node3") {
+			t.Errorf("%s: Err = %v, want failure only for node3", o.Node, o.Err)
+		}
+	}
+	if len(order) == 0 || order[len(order)-1] != localMaster {
+		t.Errorf("completion order %v, want %s last", order, localMaster)
+	}
 }
