@@ -47,7 +47,7 @@ func TestEachParallelBound(t *testing.T) {
 							break
 						}
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(50 * time.Millisecond)
 					running.Add(-1)
 					calls.Add(1)
 					return nil
@@ -62,8 +62,8 @@ func TestEachParallelBound(t *testing.T) {
 				t.Errorf("calls = %d, outcomes = %d, want %d each", calls.Load(), len(outcomes), tt.nodes)
 			}
 			for _, o := range outcomes {
-				if o.Duration < 20*time.Millisecond {
-					t.Errorf("%s: Duration = %s, want at least the 20ms it took", o.Node, o.Duration)
+				if o.Duration < 50*time.Millisecond {
+					t.Errorf("%s: Duration = %s, want at least the 50ms it took", o.Node, o.Duration)
 				}
 			}
 		})

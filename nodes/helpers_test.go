@@ -30,7 +30,7 @@ func sshConfig(c *sshdtest.Cluster) nodes.SSHConfig {
 		KnownHosts:        []string{c.KnownHosts},
 		ConnectTimeout:    5 * time.Second,
 		CommandTimeout:    20 * time.Second,
-		KeepaliveInterval: 300 * time.Millisecond,
+		KeepaliveInterval: 2 * time.Second, // loaded test machines answer late
 		KeepaliveMax:      3,
 	}
 }

@@ -445,7 +445,7 @@ func TestConnectErrors(t *testing.T) {
 	if !nodes.IsTimeout(err) {
 		t.Errorf("IsTimeout(%v) = false, want true", err)
 	}
-	if took < timeout || took > timeout+2*time.Second {
+	if took < timeout || took > timeout+5*time.Second {
 		t.Errorf("Conn(silent) took %s, want about %s", took, timeout)
 	}
 
@@ -458,14 +458,21 @@ func TestConnectErrors(t *testing.T) {
 		t.Errorf("IsTimeout(%v) = true, want false", err)
 	}
 
+	// A cancelled context stops the handshake long before the connect
+	// timeout.
+	slow, err := nodes.NewPool(inv, nodes.SSHConfig{User: "root", IdentityFiles: []string{idFile}, KnownHosts: []string{kh}, ConnectTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start = time.Now()
-	_, err = p.Conn(ctx, "silent")
+	_, err = slow.Conn(ctx, "silent")
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Conn(silent) cancelled: err = %v, want context.Canceled", err)
 	}
-	if took := time.Since(start); took > timeout {
+	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("cancelled Conn took %s, want it to stop at the cancellation", took)
 	}
 }
@@ -533,7 +540,7 @@ func TestNodeVanishes(t *testing.T) {
 	if err == nil {
 		t.Fatal("err = nil, want the command to fail")
 	}
-	if limit := (max+2)*interval + time.Second; took > limit {
+	if limit := (max+2)*interval + 3*time.Second; took > limit {
 		t.Errorf("command failed after %s, want within %s", took, limit)
 	}
 	if !strings.Contains(err.Error(), "keepalive") {
