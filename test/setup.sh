@@ -36,5 +36,10 @@ fi
 if [ "$(id -u)" -eq 0 ] && ! id cutover-test >/dev/null 2>&1; then
 	useradd --system --home-dir /var/lib/cutover-test --create-home --shell /bin/sh cutover-test
 fi
+# A "!" password marks the account locked, which sshd refuses even for key logins; "*" only
+# means no password.
+if [ "$(id -u)" -eq 0 ] && [ "$(getent shadow cutover-test | cut -d: -f2)" = "!" ]; then
+	usermod -p '*' cutover-test
+fi
 # sshd refuses to start without its privilege-separation directory.
 [ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
