@@ -53,6 +53,11 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			upgradeCommand(),
+			planCommand(),
+			statusCommand(),
+			journalCommand(),
+			backupCommand(),
+			syncCommand(),
 			cfgupgradeCommand(),
 			versionCommand(),
 		},

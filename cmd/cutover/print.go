@@ -55,6 +55,8 @@ func (p *printer) Report(e upgrade.Event) {
 	case "undo":
 		fmt.Fprintf(p.out, "        undo %-13s %s  %s\n", e.Stage, stateWord(e.State), firstLine(e.Message, e.State))
 		p.nodeLines(e)
+	case "run":
+		fmt.Fprintln(p.out, e.Message)
 	case "wait":
 		fmt.Fprintf(p.out, "        %s\n", e.Message)
 	case "warn":
