@@ -40,7 +40,13 @@ func (r *Run) migrations() ([]cfgupgrade.Migration, error) {
 // before the point of no return.
 func migrateConfig(ctx context.Context, r *Run, command string) error {
 	spec := r.configSpec()
-	if r.Config.Config.Migrate == "exec" {
+	if v, err := cfgupgrade.ReadVersion(spec); err == nil && v == r.To {
+		// A resumed run finds the config migrated by its earlier execution: the world wins.
+		if !r.doneBefore(r.stage0()) {
+			r.log.Printf("config: %s is already at %s although the journal does not record the migration as done", spec.File, v)
+		}
+		r.Note("already at %s", v)
+	} else if r.Config.Config.Migrate == "exec" {
 		rep, err := cfgupgrade.RunExec(ctx, spec, r.expand(command, r.Inventory.Master), r.To)
 		r.log.Printf("config: %s: %s -> %s", command, rep.From, rep.To)
 		if err != nil {

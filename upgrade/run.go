@@ -78,6 +78,16 @@ type Run struct {
 	prev map[string]journal.State
 }
 
+// stage0 names the stage running now.
+func (r *Run) stage0() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stage == nil {
+		return ""
+	}
+	return r.stage.name
+}
+
 // doneBefore reports whether an earlier execution of the run completed stage.
 func (r *Run) doneBefore(stage string) bool { return r.prev[stage] == journal.Done }
 

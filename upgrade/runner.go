@@ -154,7 +154,10 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		rn.beginStage(r, i, st)
 		rn.record(ctx, r, i, st, journal.Started, 0, msg)
 		start := time.Now()
-		err := st.Run(runCtx, r)
+		err := holdAt(runCtx, st.Name())
+		if err == nil {
+			err = st.Run(runCtx, r)
+		}
 		d := time.Since(start)
 		if errors.Is(err, errSkipped) {
 			rn.record(ctx, r, i, st, journal.Skipped, d, "")

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"sync"
 
 	"github.com/cutover/cutover/nodes"
 )
@@ -29,10 +30,25 @@ func (switchLinks) Undo(ctx context.Context, r *Run) error {
 }
 
 func switchAll(ctx context.Context, r *Run, version string) error {
-	return r.OnNodes(ctx, r.Online, true, func(ctx context.Context, c Conn, n nodes.Node) error {
-		if err := r.Layout.Switch(ctx, c, version); err != nil {
-			return onNode(n.Name, err)
+	want, err := r.Layout.VersionDir(version)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	already := 0
+	err = r.OnNodes(ctx, r.Online, true, func(ctx context.Context, c Conn, n nodes.Node) error {
+		// A resumed run checks each node's links against the journal: the world wins.
+		if live, err := r.Layout.Live(ctx, c); err == nil && live == want {
+			mu.Lock()
+			already++
+			mu.Unlock()
+		} else if err == nil && r.Resumed && r.doneBefore("switch") && version == r.To {
+			r.Warn("%s: the journal records the switch as done, but its links point at %s: switching it again", n.Name, live)
 		}
-		return nil
+		return onNode(n.Name, r.Layout.Switch(ctx, c, version))
 	})
+	if already > 0 {
+		r.Note("%d of %d already at %s", already, len(r.Online), version)
+	}
+	return err
 }

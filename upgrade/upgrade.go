@@ -78,6 +78,7 @@ func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	}
 
 	store := journal.NewStore(JournalPath(cfg))
+	closeOrphans(ctx, store, r)
 	host, _ := os.Hostname()
 	jr, err := store.CreateRun(ctx, journal.Run{Kind: "upgrade", From: r.From, To: r.To, Direction: string(r.Direction), Host: host, PID: os.Getpid()})
 	if err != nil {
@@ -96,7 +97,8 @@ func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	defer r.log.Close()
 	res.Log = r.log.Path()
 	r.log.Printf("run %d: %s %s -> %s (%s) on %d nodes, offline: %v", r.ID, cfg.App, r.From, r.To, r.Direction, len(r.Online), res.Offline)
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("%s %s -> %s", cfg.App, r.From, r.To)})
+	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: %s %s %s -> %s on %d nodes (master %s, offline: %s)",
+		r.ID, r.Direction, cfg.App, r.From, r.To, len(r.Online), r.Inventory.Master, listOrNone(res.Offline))})
 
 	rn := &Runner{Stages: Stages(), Confirm: opts.Confirm}
 	err = rn.Execute(ctx, r)
@@ -280,4 +282,27 @@ func (d poolDialer) Conn(ctx context.Context, node string) (Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// closeOrphans ends the journal's runs that are still marked running although no intent names
+// them: cutover was killed before it wrote the intent, so they changed nothing.
+func closeOrphans(ctx context.Context, store *journal.Store, r *Run) {
+	runs, err := store.Runs(ctx)
+	if err != nil {
+		return
+	}
+	for _, old := range runs {
+		if old.Outcome == journal.Running {
+			if err := store.Finish(ctx, old.ID, journal.Aborted, time.Now()); err == nil {
+				r.Warn("run %d was interrupted before it changed anything; it is marked aborted in the journal", old.ID)
+			}
+		}
+	}
 }
