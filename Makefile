@@ -23,6 +23,7 @@ lint:
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./nodes/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./upgrade/
 
 # The demo and the test cluster by hand (test/cluster/clusterctl). NAME names the cluster,
 # NODE a node (node1 is the master), CMD a shell command to run on it.

@@ -1,0 +1,265 @@
+package upgrade_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/nodes/sshdtest"
+)
+
+// The benchmarks compare a whole cutover run over real sshd nodes with the same fan-out done
+// by pdsh, one new OpenSSH connection per node per round:
+//
+//	go test -run '^$' -bench . -benchtime 3x ./upgrade/
+//
+// One BenchmarkUpgradeRun op is an upgrade and a downgrade, two runs of the cutover binary
+// (s/upgrade, s/downgrade); it reports the binary's peak resident memory (MB-peak-rss) and
+// its CPU time (cpu-s-cutover). One BenchmarkPdshRounds op is ten rounds of pdsh (s/round;
+// cpu-s-client is pdsh's and its ssh clients' CPU time). Both report the CPU time the sshd
+// servers spent (cpu-s-sshd): on one host the nodes share the client's cores, so that time
+// is part of the run's time here and would be spent on the nodes in a real cluster.
+// BenchmarkPdshRounds runs first; BenchmarkUpgradeRun then also reports its time as a
+// fraction of the pdsh rounds over as many nodes (x-of-pdsh).
+
+// benchNodes are the cluster sizes measured, sshd nodes besides the master.
+var benchNodes = []int{8, 32}
+
+// pdshRounds is how many rounds of pdsh one BenchmarkPdshRounds op runs.
+const pdshRounds = 10
+
+// pdshTime holds the time per op of BenchmarkPdshRounds by node count, for x-of-pdsh.
+var pdshTime = struct {
+	sync.Mutex
+	perOp map[int]time.Duration
+}{perOp: map[int]time.Duration{}}
+
+// BenchmarkPdshRounds runs pdshRounds rounds of `pdsh -R ssh -f 32 -w node2,... true`, each a
+// new OpenSSH connection to every node.
+func BenchmarkPdshRounds(b *testing.B) {
+	for _, n := range benchNodes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			requireCommands(b, "pdsh", "ssh")
+			c := sshdtest.Start(b, n)
+			p := newPdsh(b, c)
+			ctx := context.Background()
+			var client time.Duration
+			sshd := sshdCPU(b)
+			for b.Loop() {
+				for range pdshRounds {
+					cpu, err := p.round(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					client += cpu
+				}
+			}
+			perOp := b.Elapsed() / time.Duration(b.N)
+			pdshTime.Lock()
+			pdshTime.perOp[n] = perOp
+			pdshTime.Unlock()
+			b.ReportMetric(perOp.Seconds()/pdshRounds, "s/round")
+			b.ReportMetric(client.Seconds()/float64(b.N), "cpu-s-client")
+			b.ReportMetric(sshd().Seconds()/float64(b.N), "cpu-s-sshd")
+		})
+	}
+}
+
+// BenchmarkUpgradeRun runs the cutover binary through a whole no-op upgrade to 1.1.0 and a
+// downgrade back to 1.0.0 (one op) on the master and n sshd nodes, and reports the child's
+// peak memory over all runs.
+func BenchmarkUpgradeRun(b *testing.B) {
+	bin := buildCutover(b)
+	for _, n := range benchNodes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			c := sshdtest.Start(b, n)
+			sc := newSSHCluster(b, c, 32)
+			ctx := context.Background()
+			var peak int64
+			var up, down, cpu time.Duration
+			sshd := sshdCPU(b)
+			for b.Loop() {
+				for _, to := range []string{"1.1.0", "1.0.0"} {
+					run := sc.cutover(ctx, b, bin, "upgrade", "--to="+to, "--yes")
+					if run.code != 0 {
+						b.Fatalf("exit %d, want 0\n%v", run.code, run)
+					}
+					if err := sc.checkAt(to); err != nil {
+						b.Fatalf("%v\n%v", err, run)
+					}
+					peak = max(peak, run.maxRSS)
+					cpu += run.cpu
+					if to == "1.1.0" {
+						up += run.wall
+					} else {
+						down += run.wall
+					}
+				}
+			}
+			b.ReportMetric(float64(peak)/1e6, "MB-peak-rss")
+			b.ReportMetric(up.Seconds()/float64(b.N), "s/upgrade")
+			b.ReportMetric(down.Seconds()/float64(b.N), "s/downgrade")
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s-cutover")
+			b.ReportMetric(sshd().Seconds()/float64(b.N), "cpu-s-sshd")
+			pdshTime.Lock()
+			pdsh, ok := pdshTime.perOp[n]
+			pdshTime.Unlock()
+			if ok {
+				b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(pdsh), "x-of-pdsh")
+			}
+		})
+	}
+}
+
+// requireCommands skips (or fails under CI=true) unless every named program is installed.
+func requireCommands(tb testing.TB, names ...string) {
+	tb.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			if os.Getenv("CI") == "true" {
+				tb.Fatalf("%s is not installed (run test/setup.sh): %v", name, err)
+			}
+			tb.Skipf("%s is not installed (run test/setup.sh): %v", name, err)
+		}
+	}
+}
+
+// pdsh runs commands on an sshdtest cluster with pdsh's ssh module. The servers are named
+// node2, node3, ... like the cutover cluster's nodes; an ssh_config maps each name to its
+// port and makes OpenSSH check host keys strictly against the cluster's known_hosts.
+type pdsh struct {
+	hosts string   // the -w list
+	env   []string // the environment pdsh runs in
+}
+
+func newPdsh(tb testing.TB, c *sshdtest.Cluster) *pdsh {
+	tb.Helper()
+	var conf strings.Builder
+	var hosts []string
+	for i, s := range c.Servers {
+		name := fmt.Sprintf("node%d", i+2)
+		hosts = append(hosts, name)
+		fmt.Fprintf(&conf, "Host %s\n  HostName %s\n  Port %d\n", name, s.Addr, s.Port)
+	}
+	// known_hosts lists each server as [127.0.0.1]:PORT, what OpenSSH looks up for
+	// HostName 127.0.0.1 and Port PORT, so no HostKeyAlias is needed.
+	fmt.Fprintf(&conf, `Host *
+  User %s
+  IdentityFile %s
+  IdentitiesOnly yes
+  UserKnownHostsFile %s
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  UpdateHostKeys no
+  BatchMode yes
+  LogLevel ERROR
+`, c.User, c.IdentityFile, c.KnownHosts)
+	cfg := filepath.Join(tb.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SSH_AUTH_SOCK=") && !strings.HasPrefix(kv, "PDSH_") {
+			env = append(env, kv)
+		}
+	}
+	// PDSH_SSH_ARGS replaces the module's default "-2 -a -x -l%u %h"; the command follows.
+	env = append(env, "PDSH_SSH_ARGS=-F "+cfg+" -oBatchMode=yes %h")
+	return &pdsh{hosts: strings.Join(hosts, ","), env: env}
+}
+
+// round runs `true` on every node at once, 32 connections in flight, and returns the CPU
+// time of pdsh and its ssh clients, or an error unless every node ran the command.
+func (p *pdsh) round(ctx context.Context) (time.Duration, error) {
+	cmd := exec.CommandContext(ctx, "pdsh", "-S", "-R", "ssh", "-f", "32", "-w", p.hosts, "true")
+	cmd.Env = p.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil || stdout.Len() > 0 || stderr.Len() > 0 {
+		return 0, fmt.Errorf("pdsh -w %s true: %v\nstdout:\n%s\nstderr:\n%s", p.hosts, err, stdout.String(), stderr.String())
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// sshdCPU starts counting the CPU time the sshd servers of this process spend, with the
+// connection processes they forked, and returns a function that waits until every
+// connection process has ended and returns the time spent since. On one host the servers
+// share the client's cores, so this is the part of a run's time that a real cluster spends
+// on its nodes instead.
+func sshdCPU(tb testing.TB) func() time.Duration {
+	tb.Helper()
+	start, _ := sshdTicks()
+	return func() time.Duration {
+		ticks, live := sshdTicks()
+		for deadline := time.Now().Add(5 * time.Second); live > 0 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+			ticks, live = sshdTicks()
+		}
+		if live > 0 {
+			tb.Logf("sshd CPU: %d connection processes still running; their time is not counted", live)
+		}
+		// /proc counts in USER_HZ, 100 per second on Linux.
+		return time.Duration(ticks-start) * 10 * time.Millisecond
+	}
+}
+
+// sshdTicks returns the CPU ticks of the sshd listeners started by this process, their own
+// and those of the connection processes they have reaped, and how many connection processes
+// still run.
+func sshdTicks() (ticks int64, live int) {
+	type proc struct {
+		ppid, ticks int64
+		sshd        bool
+	}
+	procs := map[int64]proc{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime cutime cstime: fields 14-17, 1-based.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 15 {
+			continue
+		}
+		p := proc{sshd: strings.HasSuffix(s[:i], "(sshd")}
+		p.ppid, _ = strconv.ParseInt(f[1], 10, 64)
+		for _, field := range f[11:15] {
+			v, _ := strconv.ParseInt(field, 10, 64)
+			p.ticks += v
+		}
+		procs[pid] = p
+	}
+	self := int64(os.Getpid())
+	for _, p := range procs {
+		if p.sshd && p.ppid == self {
+			ticks += p.ticks
+		}
+	}
+	for _, p := range procs {
+		if parent, ok := procs[p.ppid]; ok && parent.sshd && parent.ppid == self {
+			live++
+		}
+	}
+	return ticks, live
+}

@@ -1,0 +1,301 @@
+package upgrade_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/nodes/sshdtest"
+)
+
+// sshCluster is a cluster whose master is this host, reached locally, and whose other nodes
+// are real sshd servers on 127.0.0.1 (node2, node3, ...). Every node shares this machine's
+// file system, so they all see one side-by-side installation of the application "app" in
+// versions 1.0.0 and 1.1.0 under one directory; the nodes switch its links over SFTP as the
+// sshd login.
+type sshCluster struct {
+	root string // the installation's root; every configured path lies under it
+	cfg  string // the cutover.toml
+}
+
+// newSSHCluster installs the application under a directory owned by the servers' login and
+// writes a cutover.toml for the master and every server, worked on parallel at a time. All
+// application commands are no-ops.
+//
+// The nodes share one set of links, so with parallel > 1 they switch the same links at
+// once, which no real cluster does.
+func newSSHCluster(tb testing.TB, c *sshdtest.Cluster, parallel int) *sshCluster {
+	tb.Helper()
+	// The nodes write the tree as the login, so the tree lives in a directory it can reach.
+	root := c.UserDir(tb)
+	sc := &sshCluster{root: root, cfg: filepath.Join(root, "cutover.toml")}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		sc.mkdir(tb, "usr/lib/app/"+v+"/usr/sbin")
+		sc.mkdir(tb, "usr/share/app/"+v+"/cutover/migrations")
+		sc.write(tb, "usr/share/app/"+v+"/VERSION", v+"\n")
+	}
+	// 1.1 renames /name to /title; the 1.1.0 tree ships the step.
+	sc.write(tb, "usr/share/app/1.1.0/cutover/migrations/1.0-1.1.json",
+		`{"from":"1.0","to":"1.1","up":[{"op":"move","from":"/name","path":"/title"}],"down":[{"op":"move","from":"/title","path":"/name"}]}`)
+	sc.mkdir(tb, "etc/app")
+	for _, link := range []string{"lib", "share"} {
+		if err := os.Symlink(sc.tree(link, "1.0.0"), sc.path("etc/app/"+link)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	sc.mkdir(tb, "var/lib/app")
+	sc.write(tb, "var/lib/app/config.json", "{\n  \"name\": \"demo\",\n  \"version\": \"1.0.0\"\n}\n")
+	chownTree(tb, root, c.User)
+
+	host, err := os.Hostname()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cluster strings.Builder
+	fmt.Fprintf(&cluster, "[cluster]\nmaster = %q\n[[cluster.node]]\nname = %q\naddress = \"127.0.0.1\"\n", host, host)
+	for i, s := range c.Servers {
+		fmt.Fprintf(&cluster, "[[cluster.node]]\nname = \"node%d\"\naddress = %q\nport = %d\n", i+2, s.Addr, s.Port)
+	}
+	config := fmt.Sprintf(`app = "app"
+version_dirs = "full"
+[paths]
+libdir = "%[1]s/usr/lib"
+datadir = "%[1]s/usr/share"
+sysconfdir = "%[1]s/etc"
+localstatedir = "%[1]s/var"
+state_dir = "%[1]s/state"
+%[2]s[ssh]
+user = %[3]q
+identity_files = [%[4]q]
+known_hosts = [%[5]q]
+parallel = %[6]d
+[commands]
+daemons_stop = "true"
+daemons_start = "true"
+queue_drain = "true"
+queue_undrain = "true"
+queue_busy = "echo 0"
+reconciler_pause = "true"
+reconciler_continue = "true"
+ensure_dirs = "true"
+post_upgrade = "true"
+verify = "true"
+[config]
+file = "%[1]s/var/lib/app/config.json"
+redistribute = ["%[1]s/var/lib/app/config.json"]
+`, root, cluster.String(), c.User, c.IdentityFile, c.KnownHosts, parallel)
+	if err := os.WriteFile(sc.cfg, []byte(config), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return sc
+}
+
+func (sc *sshCluster) path(rel string) string { return filepath.Join(sc.root, rel) }
+
+// tree is the root-prefixed directory of one version's lib or share tree: what the link of
+// that name points to while the version is live.
+func (sc *sshCluster) tree(link, version string) string {
+	return sc.path("usr/" + link + "/app/" + version)
+}
+
+func (sc *sshCluster) mkdir(tb testing.TB, rel string) {
+	tb.Helper()
+	if err := os.MkdirAll(sc.path(rel), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (sc *sshCluster) write(tb testing.TB, rel, data string) {
+	tb.Helper()
+	if err := os.WriteFile(sc.path(rel), []byte(data), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// chownTree gives root and everything below it to the user called name.
+func chownTree(tb testing.TB, root, name string) {
+	tb.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	err = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// checkAt returns an error unless both links point at version's trees and the application's
+// config is at version, with the field the version names it by.
+func (sc *sshCluster) checkAt(version string) error {
+	var problems []string
+	for _, link := range []string{"lib", "share"} {
+		got, err := os.Readlink(sc.path("etc/app/" + link))
+		if want := sc.tree(link, version); err != nil || got != want {
+			problems = append(problems, fmt.Sprintf("link %s -> %q (%v), want %q", link, got, err, want))
+		}
+	}
+	data, err := os.ReadFile(sc.path("var/lib/app/config.json"))
+	var conf map[string]any
+	if err == nil {
+		err = json.Unmarshal(data, &conf)
+	}
+	field := map[string]string{"1.0.0": "name", "1.1.0": "title"}[version]
+	if err != nil || conf["version"] != version || conf[field] != "demo" {
+		problems = append(problems, fmt.Sprintf("config = %s (%v), want version %s with %q", data, err, version, field))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("cluster not at %s: %s", version, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// buildCutover builds the cutover binary into a temporary directory and returns its path.
+func buildCutover(tb testing.TB) string {
+	tb.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("the go command is needed to build cutover: %v", err)
+		}
+		tb.Skipf("the go command is needed to build cutover: %v", err)
+	}
+	bin := filepath.Join(tb.TempDir(), "cutover")
+	out, err := exec.Command(gobin, "build", "-o", bin, "github.com/cutover/cutover/cmd/cutover").CombinedOutput()
+	if err != nil {
+		tb.Fatalf("go build cutover: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cutoverRun is one finished cutover process.
+type cutoverRun struct {
+	args           []string
+	code           int
+	stdout, stderr string
+	wall           time.Duration
+	maxRSS         int64         // peak resident set size in bytes
+	cpu            time.Duration // user and system CPU time
+}
+
+// String describes the run for a failure message.
+func (r cutoverRun) String() string {
+	return fmt.Sprintf("cutover %s: exit %d after %v\nstdout:\n%s\nstderr:\n%s",
+		strings.Join(r.args, " "), r.code, r.wall.Round(time.Millisecond), r.stdout, r.stderr)
+}
+
+// cutover runs the binary bin on the cluster's config, without a terminal or an ssh-agent, and
+// measures its wall time and peak memory.
+func (sc *sshCluster) cutover(ctx context.Context, tb testing.TB, bin string, args ...string) cutoverRun {
+	tb.Helper()
+	args = append([]string{"--config", sc.cfg}, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "CUTOVER_")
+	})
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	run := cutoverRun{args: args, wall: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
+	if cmd.ProcessState == nil {
+		tb.Fatalf("cutover %s: %v", strings.Join(args, " "), err)
+	}
+	run.code = cmd.ProcessState.ExitCode()
+	run.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		run.maxRSS = ru.Maxrss * 1024 // KiB on Linux
+	}
+	return run
+}
+
+// TestUpgradeOverSSH runs the real binary through the whole stage machine on the master and
+// three sshd nodes: up to 1.1.0 and back down to 1.0.0, each run switching the links over
+// SFTP, migrating the config and copying it to the nodes.
+func TestUpgradeOverSSH(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 3)
+	// One node at a time: the nodes share their links (see newSSHCluster), and switching
+	// them from several nodes at once can fail in ways a real cluster never sees.
+	sc := newSSHCluster(t, c, 1)
+	bin := buildCutover(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	steps := []struct {
+		to, from string
+		dir      string
+	}{
+		{to: "1.1.0", from: "1.0.0", dir: "upgrade"},
+		{to: "1.0.0", from: "1.1.0", dir: "downgrade"},
+	}
+	for _, step := range steps {
+		run := sc.cutover(ctx, t, bin, "upgrade", "--to="+step.to, "--yes")
+		if run.code != 0 {
+			t.Fatalf("%s: exit %d, want 0\n%v", step.dir, run.code, run)
+		}
+		t.Logf("%s took %v, peak RSS %.1f MB", step.dir, run.wall.Round(time.Millisecond), float64(run.maxRSS)/1e6)
+		if err := sc.checkAt(step.to); err != nil {
+			t.Fatalf("after the %s: %v\n%v", step.dir, err, run)
+		}
+		if want := "done: app " + step.to + " on 4/4 nodes"; !strings.Contains(run.stdout, want) {
+			t.Errorf("%s output lacks %q:\n%s", step.dir, want, run.stdout)
+		}
+	}
+	if _, err := os.Stat(sc.path("state/intent.json")); !os.IsNotExist(err) {
+		t.Errorf("intent after two finished runs: %v, want none", err)
+	}
+
+	runs, err := journal.NewStore(sc.path("state/journal.db")).Runs(ctx)
+	if err != nil {
+		t.Fatalf("journal runs: %v", err)
+	}
+	if len(runs) != len(steps) {
+		t.Fatalf("journal has %d runs, want %d: %+v", len(runs), len(steps), runs)
+	}
+	host, _ := os.Hostname()
+	wantNodes := []string{host, "node2", "node3", "node4"}
+	slices.Sort(wantNodes)
+	for i, step := range steps {
+		r := runs[i]
+		if r.Outcome != journal.Succeeded || r.From != step.from || r.To != step.to || r.Direction != step.dir {
+			t.Errorf("journal run %d = %s %s -> %s, outcome %q; want %s %s -> %s, outcome %q",
+				r.ID, r.Direction, r.From, r.To, r.Outcome, step.dir, step.from, step.to, journal.Succeeded)
+		}
+		ev, ok := r.LastEvent("switch")
+		if !ok || ev.State != journal.Done {
+			t.Errorf("run %d: switch stage = %+v, want done", r.ID, ev)
+			continue
+		}
+		var switched []string
+		for _, nr := range ev.Nodes {
+			if nr.OK {
+				switched = append(switched, nr.Node)
+			}
+		}
+		slices.Sort(switched)
+		if !slices.Equal(switched, wantNodes) {
+			t.Errorf("run %d: switch succeeded on %v, want %v", r.ID, switched, wantNodes)
+		}
+	}
+}
