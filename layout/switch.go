@@ -116,12 +116,25 @@ func (l *Layout) currentTarget(fsys FS, p string) (string, error) {
 
 // replaceLink atomically makes the link at p point to target and reads it back. renamed
 // reports whether the link itself was replaced, even if reading it back then failed.
+//
+// A temporary link that vanished before the rename was taken for a leftover and removed by
+// another switch of the same directory (a shared file system); the step is then retried with
+// a new name.
 func (l *Layout) replaceLink(fsys FS, p, target string) (renamed bool, err error) {
-	tmp := path.Join(path.Dir(p), "."+path.Base(p)+tempMarker+rand.Text())
-	if err := fsys.Symlink(target, l.at(tmp)); err != nil {
-		return false, errors.Join(fmt.Errorf("create %s: %w", tmp, err), l.removeTemp(fsys, tmp))
-	}
-	if err := fsys.Rename(l.at(tmp), l.at(p)); err != nil {
+	for attempt := 1; ; attempt++ {
+		tmp := path.Join(path.Dir(p), "."+path.Base(p)+tempMarker+rand.Text())
+		if err := fsys.Symlink(target, l.at(tmp)); err != nil {
+			return false, errors.Join(fmt.Errorf("create %s: %w", tmp, err), l.removeTemp(fsys, tmp))
+		}
+		err := fsys.Rename(l.at(tmp), l.at(p))
+		if err == nil {
+			break
+		}
+		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+			if _, lerr := fsys.Lstat(l.at(tmp)); errors.Is(lerr, fs.ErrNotExist) {
+				continue
+			}
+		}
 		return false, errors.Join(fmt.Errorf("rename %s to %s: %w", tmp, p, err), l.removeTemp(fsys, tmp))
 	}
 	got, err := fsys.Readlink(l.at(p))

@@ -6,12 +6,16 @@ import (
 	"github.com/cutover/cutover/nodes"
 )
 
-// restart stops and starts the daemons on every online node, so that they read the
-// redistributed config. Each node is stopped and started on its own: a node that cannot be
-// reached does not leave the others stopped.
+// restart stops and starts the daemons on every online node, so that they read the config
+// the application's redist_conf command redistributed after they started. Each node is
+// stopped and started on its own: a node that cannot be reached does not leave the others
+// stopped. When cutover copied the config itself (no redist_conf), it did so before the
+// daemons started, and a restart would only cost time: the stage is skipped.
 type restart struct{}
 
 func (restart) Name() string { return "restart" }
+
+func (restart) Skip(r *Run) bool { return r.Config.Commands.RedistConf == "" }
 
 func (restart) Run(ctx context.Context, r *Run) error {
 	cmds := r.Config.Commands

@@ -191,7 +191,7 @@ func TestUpgradeLocal(t *testing.T) {
 	if conf["version"] != "1.1.0" || conf["title"] != "demo" || conf["name"] != nil {
 		t.Errorf("config after upgrade = %v, want version 1.1.0 with /name moved to /title", conf)
 	}
-	wantCalls := "verify\ndrain\nstop\nensure-dirs\nstart\nstop\nstart\nundrain\npost-upgrade 1.0.0\nverify\n"
+	wantCalls := "verify\ndrain\nstop\nensure-dirs\nstart\nundrain\npost-upgrade 1.0.0\nverify\n"
 	if got := lc.read("calls"); got != wantCalls {
 		t.Errorf("commands ran in order:\n%s\nwant:\n%s", got, wantCalls)
 	}
