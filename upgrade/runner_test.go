@@ -341,3 +341,39 @@ func TestJoinNames(t *testing.T) {
 		}
 	}
 }
+
+// slowUndo is a stage whose undo takes a while, so that a second signal lands inside it.
+type slowUndo struct{ undoStage }
+
+func (s slowUndo) Undo(ctx context.Context, r *Run) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(300 * time.Millisecond):
+	}
+	return s.undoStage.Undo(ctx, r)
+}
+
+func TestRunnerSecondSignalDoesNotSkipUndo(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{}
+	slow := slowUndo{ss.stage("slow").(undoStage)}
+	rn := &Runner{Stages: []Stage{ss.stage("a"), slow, ss.stage("wait", blocking)}}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
+		time.Sleep(250 * time.Millisecond) // inside slow's undo
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
+	}()
+	err := rn.Execute(context.Background(), testRun(j))
+	if err == nil || IsPastPONR(err) {
+		t.Fatalf("Execute() = %v, want a rollback", err)
+	}
+	want := []string{"run a", "run slow", "run wait", "undo wait", "undo slow", "undo a"}
+	if !slices.Equal(ss.log, want) {
+		t.Errorf("stages ran %q, want %q", ss.log, want)
+	}
+	if j.outcome != journal.RolledBack {
+		t.Errorf("outcome = %q, want rolled-back", j.outcome)
+	}
+}

@@ -207,6 +207,13 @@ func TestSignalsAndLock(t *testing.T) {
 		t.Errorf("signals after the PONR: exit %d, want 0 with the signals reported as ignored", res.ExitCode)
 	}
 	checkAt(t, c, "1.1.0", online(c)...)
+
+	// A reader that goes away (a closed stdout, a lost terminal) does not stop the run.
+	out := must(t, c, c.Master, `bash -c '/usr/sbin/cutover upgrade --to=1.2.0 --yes | head -c 1 >/dev/null; echo "${PIPESTATUS[0]}"'`)
+	if out != "0" {
+		t.Errorf("cutover with a closed stdout: exit %s, want 0", out)
+	}
+	checkAt(t, c, "1.2.0", online(c)...)
 }
 
 // TestNodeFaults: a node powered off during the drain makes reverify refuse and undo; a node
