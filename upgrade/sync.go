@@ -69,7 +69,7 @@ func SyncStages() []Stage {
 		syncRedistribute{},    // 5 master -> named nodes: [config].redistribute, unless redist_conf is set
 		start{},               // 6 named nodes: start the daemons
 		redistConf{},          // 7 master: the application's redist-conf command, when set
-		syncRestart{},         // 8 named nodes: stop and start, so daemons read what redist-conf sent
+		restart{},             // 8 named nodes: stop and start, so daemons read what redist-conf sent
 		syncVerify{},          // 9 master: the configured verify
 	}
 }

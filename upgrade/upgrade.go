@@ -111,15 +111,9 @@ func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 // this is the master, takes the lock, connects and reads the live version. Nothing is written
 // but the lock file. A pending run to the same target is resumed instead (pending is set).
 func prepare(ctx context.Context, cfg *Config, opts Options) (r *Run, cleanup func(), pending bool, err error) {
-	if err := layout.ValidVersion(opts.To); err != nil {
-		return nil, nil, false, badInput(fmt.Errorf("--to: %w", err))
-	}
-	force := map[string]bool{}
-	for _, f := range opts.Force {
-		if !slices.Contains(Forceable, f) {
-			return nil, nil, false, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
-		}
-		force[f] = true
+	force, err := checkTarget(opts.To, opts.Force)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	if r, cleanup, err = setup(ctx, cfg, opts.Reporter, opts.Hostname, true); err != nil {
 		return nil, nil, false, err
@@ -146,9 +140,63 @@ func prepare(ctx context.Context, cfg *Config, opts Options) (r *Run, cleanup fu
 	return r, cleanup, false, nil
 }
 
+// checkTarget validates the target version and the names of the checks to force, as
+// `upgrade --to` and `plan --to` take them, and returns the forced checks as a set.
+func checkTarget(to string, forced []string) (map[string]bool, error) {
+	if err := layout.ValidVersion(to); err != nil {
+		return nil, badInput(fmt.Errorf("--to: %w", err))
+	}
+	force := map[string]bool{}
+	for _, f := range forced {
+		if !slices.Contains(Forceable, f) {
+			return nil, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
+		}
+		force[f] = true
+	}
+	return force, nil
+}
+
 // setup does what every run needs first: the master check by host name (unless a resume
 // checks by majority instead), the node list, the layout, the run lock and the connections.
 func setup(ctx context.Context, cfg *Config, rep Reporter, hostname string, hostCheck bool) (*Run, func(), error) {
+	inv, lay, err := describeCluster(ctx, cfg, hostname, hostCheck)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(cfg.Paths.StateDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	host, _ := os.Hostname()
+	lock, err := journal.AcquireLock(LockPath(cfg), journal.Holder{Host: host, PID: os.Getpid(), Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")})
+	if err != nil {
+		return nil, nil, err
+	}
+	r, closePool, err := connect(cfg, inv, lay, rep)
+	if err != nil {
+		lock.Release()
+		return nil, nil, err
+	}
+	cleanup := func() {
+		closePool()
+		lock.Release()
+	}
+	return r, cleanup, nil
+}
+
+// look is setup for the commands that only look (plan, status): the master check, the node
+// list, the layout and the connections, without the state directory and without the lock.
+// It writes nothing.
+func look(ctx context.Context, cfg *Config, rep Reporter, hostname string) (*Run, func(), error) {
+	inv, lay, err := describeCluster(ctx, cfg, hostname, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return connect(cfg, inv, lay, rep)
+}
+
+// describeCluster checks that this host is the master (with hostCheck) and loads the node
+// list and the layout.
+func describeCluster(ctx context.Context, cfg *Config, hostname string, hostCheck bool) (*nodes.Inventory, *layout.Layout, error) {
 	if hostCheck {
 		if err := CheckMaster(cfg, hostname); err != nil {
 			return nil, nil, err
@@ -162,22 +210,15 @@ func setup(ctx context.Context, cfg *Config, rep Reporter, hostname string, host
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
-	if err := os.MkdirAll(cfg.Paths.StateDir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("state directory: %w", err)
-	}
-	host, _ := os.Hostname()
-	lock, err := journal.AcquireLock(LockPath(cfg), journal.Holder{Host: host, PID: os.Getpid(), Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")})
-	if err != nil {
-		return nil, nil, err
-	}
+	return inv, lay, nil
+}
+
+// connect makes the Run of a cluster with a pool of connections to its nodes; the function
+// it returns closes them.
+func connect(cfg *Config, inv *nodes.Inventory, lay *layout.Layout, rep Reporter) (*Run, func(), error) {
 	pool, err := nodes.NewPool(inv, SSHOptions(cfg))
 	if err != nil {
-		lock.Release()
 		return nil, nil, badInput(fmt.Errorf("ssh: %w", err))
-	}
-	cleanup := func() {
-		pool.Close()
-		lock.Release()
 	}
 	if rep == nil {
 		rep = discard{}
@@ -187,7 +228,7 @@ func setup(ctx context.Context, cfg *Config, rep Reporter, hostname string, host
 		Online: inv.Online(), Offline: inv.Offline(),
 		dial: poolDialer{pool}, report: rep,
 	}
-	return r, cleanup, nil
+	return r, func() { pool.Close() }, nil
 }
 
 // liveVersion reads the version the cluster runs from the master: its links and, when the
@@ -292,17 +333,24 @@ func listOrNone(names []string) string {
 }
 
 // closeOrphans ends the journal's runs that are still marked running although no intent names
-// them: cutover was killed before it wrote the intent, so they changed nothing.
+// them (the caller holds the lock and found no intent): an upgrade killed before it wrote its
+// intent, which changed nothing, or an interrupted sync, which is finished by running it again.
 func closeOrphans(ctx context.Context, store *journal.Store, r *Run) {
 	runs, err := store.Runs(ctx)
 	if err != nil {
 		return
 	}
 	for _, old := range runs {
-		if old.Outcome == journal.Running {
-			if err := store.Finish(ctx, old.ID, journal.Aborted, time.Now()); err == nil {
-				r.Warn("run %d was interrupted before it changed anything; it is marked aborted in the journal", old.ID)
-			}
+		if old.Outcome != journal.Running {
+			continue
+		}
+		if err := store.Finish(ctx, old.ID, journal.Aborted, time.Now()); err != nil {
+			continue
+		}
+		if old.Kind == "sync" {
+			r.Warn("sync run %d was interrupted; it is marked aborted in the journal: run the same sync again to finish it", old.ID)
+		} else {
+			r.Warn("run %d was interrupted before it changed anything; it is marked aborted in the journal", old.ID)
 		}
 	}
 }

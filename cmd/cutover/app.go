@@ -13,7 +13,7 @@ const exitCodesHelp = `EXIT CODES:
    0  done
    1  failed and rolled back, or a check refused the run: the cluster is as before
    2  usage or bad input: nothing was touched
-   3  failed past the point of no return: run 'cutover upgrade --resume' once the cause is fixed
+   3  failed past the point of no return: the message names the nodes and what to run next
    4  another cutover run holds the lock
    5  this host is not the cluster's master`
 
