@@ -44,10 +44,18 @@ const ManifestName = "cutover-manifest.json"
 // named after m, mode 0600. It writes a temporary file, syncs it and renames it, so an
 // archive that exists is complete. It returns the archive's path.
 func WriteBackup(ctx context.Context, dir string, dirs []string, m Manifest) (string, error) {
+	name := fmt.Sprintf("%s-%s-to-%s-%s.tar.gz", m.App, m.From, m.To, m.Created.UTC().Format(backupStamp))
+	return writeArchive(ctx, dir, name, dirs, m)
+}
+
+// backupStamp is the layout of the UTC time that ends every archive's name.
+const backupStamp = "20060102T150405Z"
+
+// writeArchive is WriteBackup with the archive's file name given.
+func writeArchive(ctx context.Context, dir, name string, dirs []string, m Manifest) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
-	name := fmt.Sprintf("%s-%s-to-%s-%s.tar.gz", m.App, m.From, m.To, m.Created.UTC().Format("20060102T150405Z"))
 	final := filepath.Join(dir, name)
 	type entry struct {
 		path string
@@ -154,6 +162,53 @@ func WriteBackup(ctx context.Context, dir string, dirs []string, m Manifest) (st
 		return "", fmt.Errorf("backup: write %s: %w", final, err)
 	}
 	return final, nil
+}
+
+// maxManifestSize bounds the manifest ReadManifest accepts: about 64 bytes per archived file
+// plus its path, so room for hundreds of thousands of files.
+const maxManifestSize = 64 << 20
+
+// ReadManifest reads the manifest of the backup archive at path, its first entry, without
+// reading the rest of the archive. It checks that the manifest is there and parses, not the
+// files' checksums.
+func ReadManifest(path string) (Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read manifest: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read manifest of %s: %w", path, err)
+	}
+	m, err := readManifest(tar.NewReader(gz))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read manifest of %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// readManifest reads the manifest from the first entry of tr.
+func readManifest(tr *tar.Reader) (Manifest, error) {
+	hdr, err := tr.Next()
+	if err != nil {
+		return Manifest{}, fmt.Errorf("not a backup archive: %w", err)
+	}
+	if hdr.Name != ManifestName || hdr.Typeflag != tar.TypeReg {
+		return Manifest{}, fmt.Errorf("not a backup archive: the first entry is %q, not %s", hdr.Name, ManifestName)
+	}
+	if hdr.Size > maxManifestSize {
+		return Manifest{}, fmt.Errorf("%s is %d bytes, more than the %d a manifest may have", ManifestName, hdr.Size, maxManifestSize)
+	}
+	data, err := io.ReadAll(tr)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", ManifestName, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", ManifestName, err)
+	}
+	return m, nil
 }
 
 // copyFile copies exactly size bytes: a file that changes while it is archived is an error.
