@@ -29,19 +29,27 @@ func checkNodes(ctx context.Context, r *Run, list []nodes.Node) error {
 		return err
 	}
 	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		if err := r.Layout.CheckInstalled(ctx, c, r.To); err != nil {
-			return onNode(n.Name, err)
-		}
-		live, err := r.Layout.Live(ctx, c)
-		if err != nil {
-			return onNode(n.Name, err)
-		}
-		switch {
-		case live == fromDir:
-		case live == toDir && r.Resumed:
-		default:
-			return fmt.Errorf("%s runs %s, not the cluster's %s; run 'cutover sync %s' first", n.Name, live, fromDir, n.Name)
-		}
-		return nil
+		return checkNode(ctx, r, c, n, fromDir, toDir)
 	})
+}
+
+// checkNode checks one node: both trees of the target (toDir) are installed, and its links
+// point at the cluster's version (fromDir), or at the target in a resumed run. An empty
+// fromDir, when the cluster's version is not known, checks the links only for agreeing.
+func checkNode(ctx context.Context, r *Run, c Conn, n nodes.Node, fromDir, toDir string) error {
+	if err := r.Layout.CheckInstalled(ctx, c, r.To); err != nil {
+		return onNode(n.Name, err)
+	}
+	live, err := r.Layout.Live(ctx, c)
+	if err != nil {
+		return onNode(n.Name, err)
+	}
+	switch {
+	case fromDir == "":
+	case live == fromDir:
+	case live == toDir && r.Resumed:
+	default:
+		return fmt.Errorf("%s runs %s, not the cluster's %s; run 'cutover sync %s' first", n.Name, live, fromDir, n.Name)
+	}
+	return nil
 }

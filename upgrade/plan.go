@@ -1,0 +1,269 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/nodes"
+)
+
+// PlanOptions are what the operator asked of `cutover plan`: the same target and forced
+// checks as `cutover upgrade --to`.
+type PlanOptions struct {
+	// To is the version the cluster would move to.
+	To string
+	// Force names the skippable checks to override, such as "unhealthy".
+	Force []string
+	// Hostname is the local host's name; "" asks the system.
+	Hostname string
+}
+
+// PlanReport is everything `cutover upgrade --to` would check and do: every check on every
+// node with its outcome, and the stages with the nodes each works on.
+type PlanReport struct {
+	App       string
+	From, To  string // From is "" when the live version could not be read
+	Direction Direction
+	Master    string
+	// Nodes are the online nodes a run would work on; Offline the ones it would skip.
+	Nodes, Offline []string
+	Checks         []Check
+	// Stages is the stage machine for this run; empty when there is nothing to do.
+	Stages []PlannedStage
+	// Nothing is true when the cluster already runs To: upgrade would do nothing.
+	Nothing bool
+	// Proceed is true when no check refuses the run.
+	Proceed bool
+	// Refusals lists every refusal, each naming its node when it has one.
+	Refusals []string
+}
+
+// Check is the outcome of one check: passed (OK), passed with a warning (OK and Warning), or
+// refused (not OK). Message says what was found or why it refuses.
+type Check struct {
+	Name    string
+	Node    string // "" for a check of the cluster as a whole
+	OK      bool
+	Warning bool
+	Message string
+}
+
+// PlannedStage is one stage of a planned run.
+type PlannedStage struct {
+	Index int    // 1-based position in the stage machine
+	Name  string // as the journal and the output name it
+	Where string // "master", "all" (every online node) or "others" (every online node but the master)
+	Nodes []string
+	// Skipped is true when the stage has nothing to do in this run (config-downgrade in an
+	// upgrade, drain without a queue_drain command).
+	Skipped bool
+	// PONR is true for the stage that is the run's point of no return.
+	PONR bool
+}
+
+// stageWhere says where each stage of Stages works (the table of DESIGN §4).
+var stageWhere = map[string]string{
+	"preflight":        "master",
+	"verify-installed": "all",
+	"intent":           "master",
+	"drain":            "master",
+	"pause-reconciler": "master",
+	"stop-master":      "master",
+	"reverify":         "all",
+	"stop-nodes":       "others",
+	"backup":           "master",
+	"config-downgrade": "master",
+	"switch":           "all",
+	"config-upgrade":   "master",
+	"ensure-dirs":      "all",
+	"start":            "all",
+	"redist-conf":      "master",
+	"restart":          "all",
+	"undrain":          "master",
+	"post-upgrade":     "master",
+	"finish":           "master",
+}
+
+// Plan runs every check `cutover upgrade --to` would run, on every node, and lists the stages
+// it would execute, changing nothing: no lock is taken, no state directory, journal, intent or
+// log is written. Unlike a run, it does not stop at the first refusal: preflight's checks, the
+// health gate and verify-installed's per-node checks all run, and every refusal is listed.
+//
+// An error means the plan could not be made: bad input (IsBadInput), not on the master
+// (IsNotMaster), a node list that cannot be loaded. A refused run is not an error: the report
+// says so (Proceed is false).
+func Plan(ctx context.Context, cfg *Config, opts PlanOptions) (*PlanReport, error) {
+	force, err := checkTarget(opts.To, opts.Force)
+	if err != nil {
+		return nil, err
+	}
+	r, cleanup, err := look(ctx, cfg, nil, opts.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	r.To, r.Force = opts.To, force
+	p := &PlanReport{App: cfg.App, To: opts.To, Master: r.Inventory.Master, Nodes: names(r.Online), Offline: names(r.Offline)}
+	master := r.Inventory.Master
+
+	p.add(lockCheck(cfg))
+	p.add(pendingCheck(cfg, opts.To))
+	live := checkResult{name: "live-version", node: master}
+	if r.From, err = liveVersion(ctx, r); err != nil {
+		live.err = err
+		r.From = ""
+	} else if r.Direction, err = direction(r.From, r.To); err != nil {
+		live.err = err
+	} else {
+		live.note = fmt.Sprintf("%s runs %s", cfg.App, r.From)
+	}
+	p.add(live)
+	p.From, p.Direction = r.From, r.Direction
+	if r.From != "" && r.From == r.To {
+		p.Nothing = true
+		p.add(checkResult{name: "target", note: fmt.Sprintf("the cluster already runs %s: upgrade would do nothing", r.To)})
+		p.finish()
+		return p, nil
+	}
+
+	if r.From != "" && live.err == nil {
+		for _, c := range masterChecks(r) {
+			p.add(c)
+		}
+	}
+	for _, c := range offlineChecks(r) {
+		p.add(c)
+	}
+	for _, c := range clockChecks(ctx, r) {
+		p.add(c)
+	}
+	if c, ok := healthGate(ctx, r); ok {
+		p.add(c)
+	}
+	for _, c := range installedChecks(ctx, r) {
+		p.add(c)
+	}
+	p.Stages = plannedStages(r)
+	p.finish()
+	return p, nil
+}
+
+// add appends the outcome of one check.
+func (p *PlanReport) add(c checkResult) {
+	ch := Check{Name: c.name, Node: c.node, OK: c.err == nil, Message: c.note}
+	switch {
+	case c.err != nil:
+		ch.Message = strings.TrimPrefix(c.err.Error(), c.node+": ")
+	case c.warn != "":
+		ch.Warning, ch.Message = true, c.warn
+	}
+	p.Checks = append(p.Checks, ch)
+}
+
+// finish lists the refusals and decides whether the run would proceed.
+func (p *PlanReport) finish() {
+	p.Refusals = nil
+	for _, c := range p.Checks {
+		if c.OK {
+			continue
+		}
+		if c.Node != "" {
+			p.Refusals = append(p.Refusals, c.Node+": "+c.Message)
+		} else {
+			p.Refusals = append(p.Refusals, c.Message)
+		}
+	}
+	p.Proceed = len(p.Refusals) == 0
+}
+
+// lockCheck looks at the run lock without taking it: a run would be refused while another
+// holds it.
+func lockCheck(cfg *Config) checkResult {
+	c := checkResult{name: "lock", note: "no other run holds the lock"}
+	h, held, err := journal.ReadHolder(LockPath(cfg))
+	switch {
+	case err != nil:
+		c.err = err
+	case held && h.PID != 0:
+		c.err = fmt.Errorf("another cutover run holds the lock: pid %d on %s since %s", h.PID, h.Host, h.Started.UTC().Format(time.RFC3339))
+	case held:
+		c.err = fmt.Errorf("another cutover run holds the lock %s", LockPath(cfg))
+	}
+	return c
+}
+
+// pendingCheck refuses while a run is pending: upgrade would resume it (same target) or
+// refuse to start another one.
+func pendingCheck(cfg *Config, to string) checkResult {
+	c := checkResult{name: "pending", note: "no run is pending"}
+	in, err := journal.ReadIntent(IntentPath(cfg))
+	switch {
+	case journal.NoIntent(err):
+	case err != nil:
+		c.err = err
+	case in.To == to:
+		c.err = fmt.Errorf("run %d (%s -> %s) is pending: 'cutover upgrade --to=%s' would resume it rather than start a new run; continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort'", in.RunID, in.From, in.To, to)
+	default:
+		c.err = fmt.Errorf("run %d (%s -> %s) is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before switching to %s", in.RunID, in.From, in.To, to)
+	}
+	return c
+}
+
+// installedChecks are verify-installed's checks on every online node, one result per node.
+func installedChecks(ctx context.Context, r *Run) []checkResult {
+	toDir, err := r.Layout.VersionDir(r.To)
+	if err != nil {
+		return []checkResult{{name: "verify-installed", err: err}}
+	}
+	fromDir := ""
+	if r.From != "" {
+		if fromDir, err = r.Layout.VersionDir(r.From); err != nil {
+			return []checkResult{{name: "verify-installed", err: err}}
+		}
+	}
+	outcomes, _ := nodes.Each(ctx, r.Online, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
+		c, err := r.Conn(ctx, n.Name)
+		if err != nil {
+			return err
+		}
+		return checkNode(ctx, r, c, n, fromDir, toDir)
+	})
+	out := make([]checkResult, len(outcomes))
+	for i, o := range outcomes {
+		out[i] = checkResult{name: "verify-installed", node: o.Node, err: o.Err}
+		if o.Err == nil {
+			out[i].note = fmt.Sprintf("%s installed", r.To)
+			if fromDir != "" {
+				out[i].note += ", links at " + fromDir
+			}
+		}
+	}
+	return out
+}
+
+// plannedStages lists the stage machine as it would run for r.
+func plannedStages(r *Run) []PlannedStage {
+	var out []PlannedStage
+	for i, st := range Stages() {
+		ps := PlannedStage{Index: i + 1, Name: st.Name(), Where: stageWhere[st.Name()]}
+		switch ps.Where {
+		case "master":
+			ps.Nodes = []string{r.Inventory.Master}
+		case "all":
+			ps.Nodes = names(r.Online)
+		case "others":
+			ps.Nodes = names(r.Others())
+		}
+		if s, ok := st.(skipper); ok && s.Skip(r) {
+			ps.Skipped, ps.Nodes = true, nil
+		}
+		if p, ok := st.(ponrStage); ok && p.PONR(r) {
+			ps.PONR = true
+		}
+		out = append(out, ps)
+	}
+	return out
+}

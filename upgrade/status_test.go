@@ -1,0 +1,76 @@
+package upgrade
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cutover/cutover/layout"
+)
+
+func TestBehindNodes(t *testing.T) {
+	list := []NodeStatus{
+		{Name: "node1", Reachable: true, Live: "1.1.0"},
+		{Name: "node2", Reachable: true, Live: "1.0.0"},
+		{Name: "node3", Reachable: true, LinkError: "links disagree"},
+		{Name: "node4"},
+		{Name: "node5", Reachable: true, Live: "1.2.0"},
+	}
+	got := behindNodes("1.1.0", list)
+	want := []BehindNode{{"node2", "1.0.0", "cutover sync node2"}, {"node5", "1.2.0", "cutover sync node5"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("behindNodes = %+v, want %+v", got, want)
+	}
+	if got := behindNodes("1.1.0", list[:1]); got != nil {
+		t.Errorf("behindNodes of a cluster in step = %+v, want none", got)
+	}
+}
+
+func TestLinkVersion(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"usr/lib/app/1.0.0", "usr/share/app/1.0.0", "usr/lib/app/1.1", "etc/app", "opt/elsewhere/1.0.0"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := layout.Paths{LibDir: root + "/usr/lib", DataDir: root + "/usr/share", SysconfDir: root + "/etc", LocalstateDir: root + "/var"}
+	full, err := layout.New("app", paths, "full", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minor, err := layout.New("app", paths, "minor", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := full.LibLink()
+	tests := []struct {
+		name   string
+		lay    *layout.Layout
+		target string // "" for no link
+		lib    bool
+		want   string
+	}{
+		{"absolute", full, root + "/usr/lib/app/1.0.0", true, "1.0.0"},
+		{"relative", full, "../../usr/lib/app/1.0.0", true, "1.0.0"},
+		{"share tree behind the lib link", full, root + "/usr/share/app/1.0.0", true, root + "/usr/share/app/1.0.0"},
+		{"share link", full, root + "/usr/share/app/1.0.0", false, "1.0.0"},
+		{"outside the trees", full, root + "/opt/elsewhere/1.0.0", true, root + "/opt/elsewhere/1.0.0"},
+		{"not a version", full, root + "/usr/lib/app/default", true, root + "/usr/lib/app/default"},
+		{"minor directories", minor, root + "/usr/lib/app/1.1", true, "1.1"},
+		{"missing", full, "", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(link)
+			if tt.target != "" {
+				if err := os.Symlink(tt.target, link); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := linkVersion(layout.OSFS{}, tt.lay, link, tt.lib); got != tt.want {
+				t.Errorf("linkVersion(-> %q) = %q, want %q", tt.target, got, tt.want)
+			}
+		})
+	}
+}
