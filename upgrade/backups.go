@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -400,7 +401,7 @@ func RestoreBackup(ctx context.Context, cfg *Config, opts RestoreOptions) (*Rest
 	if err != nil {
 		return nil, err
 	}
-	if !containsString(ids, id) {
+	if !slices.Contains(ids, id) {
 		return nil, badInput(fmt.Errorf("no backup %s in %s (see 'cutover backup list')", id, dir))
 	}
 	rep := &RestoreReport{
@@ -510,15 +511,6 @@ func backupKind(id string) string {
 		return BackupBeforeRestore
 	}
 	return BackupSwitch
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkEntries checks that the entries of bc stay within roots: each is one of them or under
