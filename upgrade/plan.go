@@ -244,6 +244,11 @@ func installedChecks(ctx context.Context, r *Run) []checkResult {
 	return out
 }
 
+// StagePlan lists the stages a run of r executes, with where each works, the nodes, the
+// skipped stages and the point of no return: what `cutover plan` shows, for a confirmation
+// prompt to show too.
+func (r *Run) StagePlan() []PlannedStage { return plannedStages(r) }
+
 // plannedStages lists the stage machine as it would run for r.
 func plannedStages(r *Run) []PlannedStage {
 	var out []PlannedStage
