@@ -570,3 +570,35 @@ func TestCheckBackupID(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepCurrentTwice keeps the state twice within a second: the second archive waits for a
+// name of its own rather than replacing the first.
+func TestKeepCurrentTwice(t *testing.T) {
+	t.Parallel()
+	f := newBackupFixture(t, "false")
+	lay, err := Layout(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{Config: f.cfg, Layout: lay}
+	first, err := keepCurrent(context.Background(), r, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := keepCurrent(context.Background(), r, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == second {
+		t.Fatalf("keepCurrent twice wrote %s both times", first)
+	}
+	for _, p := range []string{first, second} {
+		m, err := ReadManifest(p)
+		if err != nil || m.From != "1.0.0" || len(m.Links) != 2 {
+			t.Errorf("ReadManifest(%s) = %+v, %v; want the kept state of 1.0.0 with its links", p, m, err)
+		}
+	}
+	if ids := f.backups(); len(ids) != 3 {
+		t.Errorf("backups = %v, want the fixture's and two kept ones", ids)
+	}
+}

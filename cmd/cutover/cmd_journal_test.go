@@ -50,7 +50,6 @@ func normalizeOutput(lc *localCluster, s string) string {
 }
 
 func TestJournalLocal(t *testing.T) {
-	t.Parallel()
 	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
 	if code, out, errOut := lc.cutover("journal"); code != 0 || out != "no runs yet\n" {
 		t.Errorf("journal before any run: exit %d, stdout %q, stderr %q; want 0 and no runs yet", code, out, errOut)
@@ -130,7 +129,6 @@ func TestJournalLocal(t *testing.T) {
 }
 
 func TestJournalRefusals(t *testing.T) {
-	t.Parallel()
 	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
 	if code, out, errOut := lc.cutover("upgrade", "--to=1.1.0", "--yes"); code != 0 {
 		t.Fatalf("upgrade exit %d\n%s%s", code, out, errOut)
@@ -174,7 +172,6 @@ func TestJournalRefusals(t *testing.T) {
 }
 
 func TestJournalWithoutJournal(t *testing.T) {
-	t.Parallel()
 	lc := newLocalCluster(t, "1.0.0", "1.0.0")
 	code, _, errOut := lc.cutover("journal", "5")
 	if code != exitUsage || !strings.Contains(errOut, "no run 5 in the journal") {
@@ -186,7 +183,6 @@ func TestJournalWithoutJournal(t *testing.T) {
 }
 
 func TestJournalFailedRun(t *testing.T) {
-	t.Parallel()
 	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
 	lc.setCommand("daemons_stop", "echo cannot stop >&2; exit 7")
 	if code, out, errOut := lc.cutover("upgrade", "--to=1.1.0", "--yes"); code != exitFailed {
