@@ -12,12 +12,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cutover/cutover/journal"
@@ -379,8 +381,9 @@ type RestoreReport struct {
 // with no verify command configured, restore refuses, as it cannot tell. Every check runs
 // before anything is written. Then the current state is archived aside (Kept), every file
 // is written to a temporary name next to its place and checked again, and only then renamed
-// into place. Files that exist but are not in the archive are left alone. Only the master
-// is restored: the other nodes get the config and the links by `cutover sync` or a run.
+// into place; SIGINT, SIGTERM and SIGHUP are ignored from the first write to the end. Files
+// that exist but are not in the archive are left alone. Only the master is restored: the
+// other nodes get the config and the links by `cutover sync` or a run.
 func RestoreBackup(ctx context.Context, cfg *Config, opts RestoreOptions) (*RestoreReport, error) {
 	id := strings.TrimSuffix(opts.ID, ".tar.gz")
 	if err := checkBackupID(id); err != nil {
@@ -461,6 +464,11 @@ func RestoreBackup(ctx context.Context, cfg *Config, opts RestoreOptions) (*Rest
 		}
 	}
 	step(1, "check", journal.Done, 0, fmt.Sprintf("%s: %d files check out; verify does not exit 0, the daemons are down", id, len(bc.manifest.Files)))
+
+	// From here on the restore runs to its end: an interrupted one would leave temporary
+	// files, or the state half restored.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Reset(syscall.SIGINT, syscall.SIGTERM)
 
 	// Keep the current state aside.
 	start := time.Now()
