@@ -86,8 +86,19 @@ func confirm(in io.Reader, out io.Writer, r *upgrade.Run) error {
 		fmt.Fprintf(out, ", offline: %s", strings.Join(names, ", "))
 	}
 	fmt.Fprintln(out, ")")
-	for i, st := range upgrade.Stages() {
-		fmt.Fprintf(out, "  %2d. %s\n", i+1, st.Name())
+	for _, st := range r.StagePlan() {
+		where := st.Where
+		switch {
+		case st.Skipped:
+			where = "skipped"
+		case len(st.Nodes) > 0 && st.Where != "master":
+			where = fmt.Sprintf("%s (%d nodes)", st.Where, len(st.Nodes))
+		}
+		mark := ""
+		if st.PONR {
+			mark = "  <- point of no return"
+		}
+		fmt.Fprintf(out, "  %2d. %-18s %s%s\n", st.Index, st.Name, where, mark)
 	}
 	fmt.Fprint(out, "proceed? [y/N] ")
 	line, _ := bufio.NewReader(in).ReadString('\n')
