@@ -19,7 +19,7 @@ const exitCodesHelp = `EXIT CODES:
 
 // newApp builds the whole command line; the tests and the docs generator use the same tree.
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:      "cutover",
 		Usage:     "switch every node of a cluster from one installed version of an application to another",
 		Version:   version,
@@ -61,6 +61,19 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			cfgupgradeCommand(),
 			versionCommand(),
 		},
+	}
+	usageErrorsExit2(app.Commands)
+	return app
+}
+
+// usageErrorsExit2 makes a mistake in any command's flags a usage error (exit 2), as it is
+// for the global flags.
+func usageErrorsExit2(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usagef("%v", err) }
+		}
+		usageErrorsExit2(c.Subcommands)
 	}
 }
 

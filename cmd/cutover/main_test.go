@@ -267,6 +267,8 @@ func TestUpgradeRefusals(t *testing.T) {
 			lc.write("var/lib/app/config.json", `{"name": "demo", "version": "0.9.0"}`)
 		}, []string{"upgrade", "--to=1.1.0", "--yes"}, exitFailed, "0.9.0"},
 		{"unknown command", nil, []string{"frobnicate"}, exitUsage, "unknown command"},
+		{"unknown flag", nil, []string{"upgrade", "--to=1.1.0", "--yes", "--bogus"}, exitUsage, "bogus"},
+		{"unknown global flag", nil, []string{"--bogus", "upgrade"}, exitUsage, "bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
