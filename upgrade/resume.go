@@ -35,38 +35,15 @@ var masterRetry = 2 * time.Second
 // on from the switch, every stage checking the real state.
 func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, error) {
 	start := time.Now()
-	in, err := journal.ReadIntent(IntentPath(cfg))
-	if journal.NoIntent(err) {
+	r, jr, cleanup, err := loadPending(ctx, cfg, opts.Reporter, opts.Hostname, false)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
 		return &Result{App: cfg.App, Nothing: true}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	r, cleanup, err := setup(ctx, cfg, opts.Reporter, opts.Hostname, false)
-	if err != nil {
-		return nil, err
-	}
 	defer cleanup()
-	store := journal.NewStore(JournalPath(cfg))
-	jr, err := store.Run(ctx, in.RunID)
-	if err != nil {
-		return nil, fmt.Errorf("intent %s names run %d: %w", IntentPath(cfg), in.RunID, err)
-	}
-	r.ID, r.journal = jr.ID, store
-	r.From, r.To, r.Direction, r.Resumed = in.From, in.To, Direction(in.Direction), true
-	r.facts = jr.Facts
-	r.prev = map[string]journal.State{}
-	for _, e := range jr.Events {
-		r.prev[e.Stage] = e.State
-	}
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		return nil, err
-	}
-	defer r.log.Close()
-	res := &Result{Run: r.ID, App: cfg.App, From: r.From, To: r.To, Direction: r.Direction, Nodes: len(r.Online), Log: r.log.Path(), Backup: r.Fact0("backup")}
-	for _, n := range r.Offline {
-		res.Offline = append(res.Offline, n.Name)
-	}
+	res := r.summary()
 
 	wait := opts.MasterWait
 	if wait == 0 {
@@ -75,7 +52,7 @@ func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, erro
 	if err := confirmMaster(ctx, r, opts.Hostname, wait); err != nil {
 		if IsNotMaster(err) {
 			r.log.Printf("run %d: %v: archived", r.ID, err)
-			if ferr := store.Finish(ctx, r.ID, journal.Archived, time.Now()); ferr != nil {
+			if ferr := r.journal.Finish(ctx, r.ID, journal.Archived, time.Now()); ferr != nil {
 				return res, errors.Join(err, ferr)
 			}
 			if rerr := journal.RemoveIntent(IntentPath(cfg)); rerr != nil {
@@ -87,7 +64,7 @@ func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, erro
 	}
 	if jr.Outcome != journal.Running {
 		// A run that failed past the point of no return is taken up again.
-		if err := store.Finish(ctx, r.ID, journal.Running, time.Time{}); err != nil {
+		if err := r.journal.Finish(ctx, r.ID, journal.Running, time.Time{}); err != nil {
 			return res, fmt.Errorf("journal: %w", err)
 		}
 	}
@@ -113,6 +90,50 @@ func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, erro
 	res.Backup = r.Fact0("backup")
 	res.Duration = time.Since(start)
 	return res, err
+}
+
+// loadPending prepares the pending run the intent names: setup (with the master check by host
+// name when hostCheck is set), the run's journal record and facts, its log. Without an intent it
+// returns a nil Run and no error.
+func loadPending(ctx context.Context, cfg *Config, rep Reporter, hostname string, hostCheck bool) (*Run, journal.Run, func(), error) {
+	in, err := journal.ReadIntent(IntentPath(cfg))
+	if journal.NoIntent(err) {
+		return nil, journal.Run{}, nil, nil
+	}
+	if err != nil {
+		return nil, journal.Run{}, nil, err
+	}
+	r, cleanup, err := setup(ctx, cfg, rep, hostname, hostCheck)
+	if err != nil {
+		return nil, journal.Run{}, nil, err
+	}
+	store := journal.NewStore(JournalPath(cfg))
+	jr, err := store.Run(ctx, in.RunID)
+	if err == nil {
+		r.log, err = openRunLog(cfg.Paths.StateDir, jr.ID)
+	}
+	if err != nil {
+		cleanup()
+		return nil, journal.Run{}, nil, fmt.Errorf("intent %s names run %d: %w", IntentPath(cfg), in.RunID, err)
+	}
+	r.ID, r.journal = jr.ID, store
+	r.From, r.To, r.Direction, r.Resumed = in.From, in.To, Direction(in.Direction), true
+	r.facts = jr.Facts
+	r.prev = map[string]journal.State{}
+	for _, e := range jr.Events {
+		r.prev[e.Stage] = e.State
+	}
+	return r, jr, func() { r.log.Close(); cleanup() }, nil
+}
+
+// summary is the Result of a run so far.
+func (r *Run) summary() *Result {
+	res := &Result{Run: r.ID, App: r.Config.App, From: r.From, To: r.To, Direction: r.Direction,
+		Nodes: len(r.Online), Log: r.log.Path(), Backup: r.Fact0("backup")}
+	for _, n := range r.Offline {
+		res.Offline = append(res.Offline, n.Name)
+	}
+	return res
 }
 
 // Fact0 returns the fact learned under key, or "".
