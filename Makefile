@@ -14,7 +14,7 @@ deps:
 	@test/setup.sh
 
 test: deps lint
-	$(GO) test -timeout 25m -parallel 4 ./...
+	$(GO) test -count=1 -timeout 25m -parallel 4 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
