@@ -213,7 +213,7 @@ func (r *Run) Warn(format string, args ...any) {
 	r.report.Report(Event{Time: time.Now(), Type: "warn", Run: r.ID, Message: msg})
 }
 
-const waitReportEvery = 5 * time.Second
+var waitReportEvery = 5 * time.Second
 
 // result records one node's outcome in the current stage.
 func (r *Run) result(node string, d time.Duration, res *nodes.Result, err error) {
@@ -251,6 +251,23 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 	if masterLast {
 		last = r.Inventory.Master
 	}
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	for _, n := range list {
+		pending[n.Name] = true
+	}
+	stop := r.watchSlow(func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, n := range list {
+			if pending[n.Name] {
+				out = append(out, n.Name)
+			}
+		}
+		return out
+	})
+	defer stop()
 	_, err := nodes.Each(ctx, list, r.Config.SSH.Parallel, last, func(ctx context.Context, n nodes.Node) error {
 		start := time.Now()
 		c, err := r.Conn(ctx, n.Name)
@@ -262,9 +279,33 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 			res = lr.last()
 		}
 		r.result(n.Name, time.Since(start), res, err)
+		mu.Lock()
+		delete(pending, n.Name)
+		mu.Unlock()
 		return err
 	})
 	return err
+}
+
+// watchSlow reports, every waitReportEvery while a fan-out lasts, which nodes it still waits
+// for. The returned function stops it.
+func (r *Run) watchSlow(pending func() []string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(waitReportEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if p := pending(); len(p) > 0 {
+					r.Wait("waiting for %s", joinNames(p))
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // Command runs one of the configured commands on every node of list (see OnNodes). An empty

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/nodes"
 )
 
 // memJournal is an in-memory Journal for the runner's unit tests.
@@ -377,3 +378,42 @@ func TestRunnerSecondSignalDoesNotSkipUndo(t *testing.T) {
 		t.Errorf("outcome = %q, want rolled-back", j.outcome)
 	}
 }
+
+func TestOnNodesReportsSlowNodes(t *testing.T) {
+	old := waitReportEvery
+	waitReportEvery = 20 * time.Millisecond
+	defer func() { waitReportEvery = old }()
+	var mu sync.Mutex
+	var waits []string
+	inv, err := nodes.NewInventory("n1", []nodes.Node{{Name: "n1"}, {Name: "n2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{Config: &Config{SSH: SSHConfig{Parallel: 4}}, Inventory: inv, dial: fakeDialer{},
+		report: ReporterFunc(func(e Event) {
+			if e.Type == "wait" {
+				mu.Lock()
+				waits = append(waits, e.Message)
+				mu.Unlock()
+			}
+		})}
+	err = r.OnNodes(context.Background(), inv.Nodes, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		if n.Name == "n2" {
+			time.Sleep(150 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) == 0 || waits[0] != "waiting for n2" {
+		t.Errorf("wait reports = %q, want \"waiting for n2\"", waits)
+	}
+}
+
+// fakeDialer hands out connections that are never used.
+type fakeDialer struct{}
+
+func (fakeDialer) Conn(context.Context, string) (Conn, error) { return nil, nil }
