@@ -85,9 +85,15 @@ type fakeStage struct {
 	undoFail error
 	ponr     bool
 	skip     bool
-	block    bool // wait for ctx to be cancelled, or 300ms when it is not
+	block    bool // wait for ctx to be cancelled, or for release to be closed
 	noUndo   bool
 }
+
+// entered is closed when a blocking stage starts; release lets it finish.
+var (
+	entered = make(chan struct{}, 1)
+	release = make(chan struct{})
+)
 
 func (s *fakeStage) Name() string { return s.name }
 
@@ -100,10 +106,11 @@ func (s *fakeStage) add(what string) {
 func (s *fakeStage) Run(ctx context.Context, r *Run) error {
 	s.add("run " + s.name)
 	if s.block {
+		entered <- struct{}{}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(300 * time.Millisecond):
+		case <-release:
 		}
 	}
 	return s.fail
@@ -296,9 +303,15 @@ func TestRunnerSignals(t *testing.T) {
 				a = ss.stage("a", isPONR)
 			}
 			rn := &Runner{Stages: []Stage{a, ss.stage("wait", blocking), ss.stage("after")}}
+			rel := make(chan struct{})
+			release = rel
 			go func() {
-				time.Sleep(100 * time.Millisecond)
+				<-entered
 				_ = syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+				// Past the PONR the signal must change nothing: give it time to, then let
+				// the stage finish. Before it, the stage ends as soon as ctx is cancelled.
+				time.Sleep(200 * time.Millisecond)
+				close(rel)
 			}()
 			err := rn.Execute(context.Background(), testRun(j))
 			if tt.ponrFirst != (err == nil) {
@@ -346,7 +359,10 @@ func TestJoinNames(t *testing.T) {
 // slowUndo is a stage whose undo takes a while, so that a second signal lands inside it.
 type slowUndo struct{ undoStage }
 
+var slowUndoStarted = make(chan struct{}, 1)
+
 func (s slowUndo) Undo(ctx context.Context, r *Run) error {
+	slowUndoStarted <- struct{}{}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -360,10 +376,11 @@ func TestRunnerSecondSignalDoesNotSkipUndo(t *testing.T) {
 	j := &memJournal{}
 	slow := slowUndo{ss.stage("slow").(undoStage)}
 	rn := &Runner{Stages: []Stage{ss.stage("a"), slow, ss.stage("wait", blocking)}}
+	release = make(chan struct{})
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		<-entered
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
-		time.Sleep(250 * time.Millisecond) // inside slow's undo
+		<-slowUndoStarted // inside slow's undo
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
 	}()
 	err := rn.Execute(context.Background(), testRun(j))
