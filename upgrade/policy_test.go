@@ -31,6 +31,19 @@ func TestCheckPath(t *testing.T) {
 		{"2.10.1", "2.11.0", jump, &TargetPolicy{BlockedFrom: []string{"2.10.1"}}, "blocked"},
 		{"2.10.2", "2.11.0", jump, &TargetPolicy{BlockedFrom: []string{"2.10.1"}}, ""},
 		{"1.0.0", "1.1.0-rc1", jump, nil, ""},
+		{"1.1.0-rc1", "1.1.0", noJump, nil, ""},
+		{"1.1.0", "1.1.0-rc1", never, nil, ""},
+		{"1.2.0-rc1", "1.0.0", jump, nil, "previous minor"},
+		{"1.0.0", "1.3.0", noJump, nil, "skips a minor"},
+		{"2.16.2", "2.16.0", never, nil, ""},
+		// Minor version directories (Ganeti's 3.0 trees) carry full versions from the config.
+		{"3.0.0", "3.1.0", noJump, nil, ""},
+		{"3.1.0", "3.0.0", jump, nil, ""},
+		{"3.0.2", "3.0.9", noJump, nil, ""},
+		{"2.16.0", "3.0.0", jump, &TargetPolicy{AllowedFrom: ">= 2.16, < 3.0", BlockedFrom: []string{"2.16.0"}}, "blocked"},
+		{"1.0", "1.1.0", jump, nil, ""},
+		{"x", "1.1.0", jump, nil, "live version"},
+		{"1.0.0", "2.0.0", jump, &TargetPolicy{AllowedFrom: ">= nonsense"}, "allowed_from"},
 	}
 	for _, tt := range tests {
 		errs := CheckPath(tt.from, tt.to, tt.p, tt.target)
