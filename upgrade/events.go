@@ -10,19 +10,28 @@ import (
 // warning, the end of the run. The text printer shows it as a line; the JSON printer as one
 // object per line.
 type Event struct {
-	Time     time.Time            `json:"time"`
-	Type     string               `json:"type"` // "run", "stage", "undo", "wait", "warn", "done"
-	Run      uint64               `json:"run,omitempty"`
-	Stage    string               `json:"stage,omitempty"`
-	Index    int                  `json:"index,omitempty"`
-	Total    int                  `json:"total,omitempty"`
-	State    string               `json:"state,omitempty"` // started, ok, failed, skipped, undone, undo-failed
-	OK       int                  `json:"ok,omitempty"`    // nodes that succeeded, for fan-out stages
-	Of       int                  `json:"of,omitempty"`    // nodes worked on, for fan-out stages
-	Duration time.Duration        `json:"duration_ns,omitempty"`
-	PONR     bool                 `json:"ponr,omitempty"`
-	Message  string               `json:"message,omitempty"`
-	Nodes    []journal.NodeResult `json:"nodes,omitempty"`
+	Time     time.Time     `json:"time"`
+	Type     string        `json:"type"` // "run", "stage", "undo", "wait", "warn", "done"
+	Run      uint64        `json:"run,omitempty"`
+	Stage    string        `json:"stage,omitempty"`
+	Index    int           `json:"index,omitempty"`
+	Total    int           `json:"total,omitempty"`
+	State    string        `json:"state,omitempty"` // started, ok, failed, skipped, undone, undo-failed
+	OK       int           `json:"ok,omitempty"`    // nodes that succeeded, for fan-out stages
+	Of       int           `json:"of,omitempty"`    // nodes worked on, for fan-out stages
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	PONR     bool          `json:"ponr,omitempty"`
+	Message  string        `json:"message,omitempty"`
+	Nodes    []NodeReport  `json:"nodes,omitempty"`
+}
+
+// nodeReports converts the journal's node results for an event.
+func nodeReports(in []journal.NodeResult) []NodeReport {
+	var out []NodeReport
+	for _, n := range in {
+		out = append(out, NodeReport{Node: n.Node, OK: n.OK, ExitCode: n.ExitCode, Error: n.Error, StderrTail: n.StderrTail, Duration: n.Duration})
+	}
+	return out
 }
 
 // Reporter receives a run's events. Implementations must be safe for concurrent use.

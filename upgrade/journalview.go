@@ -175,12 +175,7 @@ func runReport(r journal.Run, pending uint64, running, detail bool) RunReport {
 			Seq: ev.Seq, Stage: ev.Stage, Index: ev.Index, State: string(ev.State),
 			At: ev.At, Duration: ev.Duration, Message: ev.Message,
 		}
-		for _, n := range ev.Nodes {
-			se.Nodes = append(se.Nodes, NodeReport{
-				Node: n.Node, OK: n.OK, ExitCode: n.ExitCode, Error: n.Error,
-				StderrTail: n.StderrTail, Duration: n.Duration,
-			})
-		}
+		se.Nodes = append(se.Nodes, nodeReports(ev.Nodes)...)
 		rr.Events = append(rr.Events, se)
 	}
 	sort.SliceStable(rr.Events, func(i, j int) bool { return rr.Events[i].Seq < rr.Events[j].Seq })

@@ -292,7 +292,7 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 		}
 	}
 	e := Event{Time: time.Now(), Type: "stage", Run: r.ID, Stage: st.Name(), Index: i + 1, Total: len(rn.Stages),
-		State: string(state), Duration: d, Message: msg, Nodes: nodeResults}
+		State: string(state), Duration: d, Message: msg, Nodes: nodeReports(nodeResults)}
 	if state == journal.Done {
 		e.State = "ok"
 	}

@@ -331,3 +331,39 @@ func TestUpgradeFailureRollsBack(t *testing.T) {
 		t.Errorf("after a rolled-back run:\n%s\nwant:\n%s", after, want)
 	}
 }
+
+func TestUpgradeJSONEvents(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	code, out, errOut := lc.cutover("--output", "json", "upgrade", "--to=1.1.0", "--yes")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sawPONR, sawNode bool
+	for i, line := range lines {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %d is not JSON: %q", i+1, line)
+		}
+		if e["ponr"] == true && e["stage"] == "config-upgrade" {
+			sawPONR = true
+		}
+		if nodes, ok := e["nodes"].([]any); ok && len(nodes) > 0 {
+			n := nodes[0].(map[string]any)
+			if _, ok := n["node"]; !ok {
+				t.Errorf("node result without a \"node\" field: %v", n)
+			}
+			if _, ok := n["exit_code"]; ok {
+				sawNode = true
+			}
+		}
+	}
+	last := map[string]any{}
+	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+	if last["type"] != "done" || last["exit"] != float64(0) || last["to"] != "1.1.0" {
+		t.Errorf("last event = %v, want done with exit 0", last)
+	}
+	if !sawPONR || !sawNode {
+		t.Errorf("events lack the PONR mark (%v) or node results (%v)", sawPONR, sawNode)
+	}
+}
