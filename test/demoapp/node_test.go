@@ -55,10 +55,21 @@ func (n *testNode) run(args ...string) (stdout, stderr string, code int) {
 // runVersion runs version v's program with args and returns its output and exit code.
 func (n *testNode) runVersion(v string, args ...string) (stdout, stderr string, code int) {
 	n.t.Helper()
-	cmd := n.command(v, args...)
 	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	var err error
+	// A program staged a moment ago can be "text file busy" for as long as a child that
+	// another test forked meanwhile still holds the copy's descriptor: retry then.
+	for try := 0; ; try++ {
+		out.Reset()
+		errOut.Reset()
+		cmd := n.command(v, args...)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err = cmd.Run()
+		if !errors.Is(err, syscall.ETXTBSY) || try == 50 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
