@@ -97,8 +97,8 @@ func Upgrade(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	defer r.log.Close()
 	res.Log = r.log.Path()
 	r.log.Printf("run %d: %s %s -> %s (%s) on %d nodes, offline: %v", r.ID, cfg.App, r.From, r.To, r.Direction, len(r.Online), res.Offline)
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: %s %s %s -> %s on %d nodes (master %s, offline: %s)",
-		r.ID, r.Direction, cfg.App, r.From, r.To, len(r.Online), r.Inventory.Master, listOrNone(res.Offline))})
+	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: %s %s %s -> %s on %s (master %s, offline: %s)",
+		r.ID, r.Direction, cfg.App, r.From, r.To, plural(len(r.Online), "node"), r.Inventory.Master, listOrNone(res.Offline))})
 
 	rn := &Runner{Stages: Stages(), Confirm: opts.Confirm}
 	err = rn.Execute(ctx, r)

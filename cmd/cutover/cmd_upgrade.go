@@ -77,7 +77,11 @@ func upgradeCommand() *cli.Command {
 
 // confirm shows what the run will do and asks the operator.
 func confirm(in io.Reader, out io.Writer, r *upgrade.Run) error {
-	fmt.Fprintf(out, "%s %s -> %s (%s) on %d nodes (master %s", r.Config.App, r.From, r.To, r.Direction, len(r.Online), r.Inventory.Master)
+	nodes := fmt.Sprintf("%d nodes", len(r.Online))
+	if len(r.Online) == 1 {
+		nodes = "1 node"
+	}
+	fmt.Fprintf(out, "%s %s -> %s (%s) on %s (master %s", r.Config.App, r.From, r.To, r.Direction, nodes, r.Inventory.Master)
 	if len(r.Offline) > 0 {
 		var names []string
 		for _, n := range r.Offline {
