@@ -19,7 +19,6 @@ import (
 type fsTarget struct {
 	name string
 	conn *nodes.Conn
-	dir  string
 }
 
 // fsTargets returns a local and an SSH target, each with a fresh directory

@@ -82,15 +82,6 @@ func (f *backupFixture) symlink(target, rel string) {
 	}
 }
 
-func (f *backupFixture) read(rel string) string {
-	f.t.Helper()
-	data, err := os.ReadFile(f.path(rel))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return string(data)
-}
-
 // upgrade changes the state as a run to 1.1.0 would, and a little more.
 func (f *backupFixture) upgrade() {
 	f.t.Helper()

@@ -153,13 +153,9 @@ func defaultCfgTarget(ctx context.Context, lay *layout.Layout, from string, down
 			return full(installed[i]), nil
 		}
 	}
-	return "", fmt.Errorf("no version %s.x is installed under %s; pass --to", want, filepath.Dir(mustLib(lay, from)))
-}
-
-func mustLib(lay *layout.Layout, v string) string {
-	lib, _, err := lay.Trees(v)
+	lib, _, err := lay.Trees(from)
 	if err != nil {
-		return v
+		return "", err
 	}
-	return lib
+	return "", fmt.Errorf("no version %s.x is installed under %s; pass --to", want, filepath.Dir(lib))
 }

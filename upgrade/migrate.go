@@ -42,7 +42,7 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 	spec := r.configSpec()
 	if v, err := cfgupgrade.ReadVersion(spec); err == nil && v == r.To {
 		// A resumed run finds the config migrated by its earlier execution: the world wins.
-		if !r.doneBefore(r.stage0()) {
+		if !r.doneBefore(r.currentStage()) {
 			r.log.Printf("config: %s is already at %s although the journal does not record the migration as done", spec.File, v)
 		}
 		r.Note("already at %s", v)
@@ -91,6 +91,9 @@ func redistribute(ctx context.Context, r *Run) error {
 		path string
 		data []byte
 		mode os.FileMode
+	}
+	if len(r.Config.Config.Redistribute) == 0 {
+		return nil
 	}
 	var files []file
 	for _, p := range r.Config.Config.Redistribute {

@@ -87,7 +87,7 @@ func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, erro
 		}
 	}
 	err = rn.Execute(ctx, r)
-	res.Backup = r.Fact0("backup")
+	res.Backup = r.factValue("backup")
 	res.Duration = time.Since(start)
 	return res, err
 }
@@ -129,15 +129,15 @@ func loadPending(ctx context.Context, cfg *Config, rep Reporter, hostname string
 // summary is the Result of a run so far.
 func (r *Run) summary() *Result {
 	res := &Result{Run: r.ID, App: r.Config.App, From: r.From, To: r.To, Direction: r.Direction,
-		Nodes: len(r.Online), Log: r.log.Path(), Backup: r.Fact0("backup")}
+		Nodes: len(r.Online), Log: r.log.Path(), Backup: r.factValue("backup")}
 	for _, n := range r.Offline {
 		res.Offline = append(res.Offline, n.Name)
 	}
 	return res
 }
 
-// Fact0 returns the fact learned under key, or "".
-func (r *Run) Fact0(key string) string {
+// factValue returns the fact learned under key, or "".
+func (r *Run) factValue(key string) string {
 	v, _ := r.Fact(key)
 	return v
 }

@@ -78,8 +78,8 @@ type Run struct {
 	prev map[string]journal.State
 }
 
-// stage0 names the stage running now.
-func (r *Run) stage0() string {
+// currentStage names the stage running now.
+func (r *Run) currentStage() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stage == nil {

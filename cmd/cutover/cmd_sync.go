@@ -99,16 +99,8 @@ func (p *printer) syncDone(res *upgrade.SyncResult, err error, dryRun bool) {
 		fmt.Fprintf(p.out, "dry run: %s would be brought to %s %s; nothing was changed\n", strings.Join(names, ", "), res.App, res.To)
 	case err == nil:
 		fmt.Fprintf(p.out, "done: %s %s on %s in %s\n", res.App, res.To, nodeNames(res.Nodes), seconds(res.Duration))
-	case exitCode(err) == exitFailed:
-		fmt.Fprint(p.out, "nothing was changed.")
-		if res.Log != "" {
-			fmt.Fprintf(p.out, " log: %s", res.Log)
-		}
-		fmt.Fprintln(p.out)
 	default:
-		if res.Log != "" {
-			fmt.Fprintf(p.out, "log: %s\n", res.Log)
-		}
+		p.failed(err, res.Log)
 	}
 }
 

@@ -22,8 +22,6 @@ type localCluster struct {
 	cfg  string
 }
 
-const localApp = "app"
-
 // newLocalCluster installs versions under a temp root and writes a cutover.toml whose
 // commands record what they are asked to do in root/calls.
 func newLocalCluster(t *testing.T, live string, versions ...string) *localCluster {

@@ -116,16 +116,21 @@ func (p *printer) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 		if len(res.Offline) > 0 {
 			fmt.Fprintf(p.out, "offline nodes still at %s: %v; run 'cutover sync' for them when they are back\n", res.From, res.Offline)
 		}
-	case exitCode(err) == exitFailed:
-		fmt.Fprintf(p.out, "nothing was changed.")
-		if res.Log != "" {
-			fmt.Fprintf(p.out, " log: %s", res.Log)
-		}
-		fmt.Fprintln(p.out)
 	default:
-		if res.Log != "" {
-			fmt.Fprintf(p.out, "log: %s\n", res.Log)
-		}
+		p.failed(err, res.Log)
+	}
+}
+
+// failed ends a failed run's output: that nothing changed, when the exit code says so, and
+// where the run's log is.
+func (p *printer) failed(err error, log string) {
+	switch {
+	case exitCode(err) == exitFailed && log != "":
+		fmt.Fprintf(p.out, "nothing was changed. log: %s\n", log)
+	case exitCode(err) == exitFailed:
+		fmt.Fprintln(p.out, "nothing was changed.")
+	case log != "":
+		fmt.Fprintf(p.out, "log: %s\n", log)
 	}
 }
 

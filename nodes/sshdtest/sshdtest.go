@@ -488,6 +488,7 @@ func (s *Server) signal(tb testing.TB, sig syscall.Signal) {
 	s.mu.Unlock()
 	if cmd == nil {
 		tb.Fatalf("signal sshd %s: not running", s.Name)
+		return
 	}
 	signalTree(cmd.Process.Pid, sig)
 }
