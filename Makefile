@@ -1,29 +1,55 @@
 # cutover's build, test and demo entry points. `make test` is the one test command: unit tests,
-# real-sshd integration tests and the container end-to-end tests.
+# real-sshd integration tests, the Debian package's checks and the container end-to-end tests,
+# which install that package on the cluster's master.
 GO      ?= go
 BIN     := bin/cutover
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# VERSION is cutover's version and its Debian package's (packaging/version.sh).
+VERSION ?= $(shell packaging/version.sh)
 LDFLAGS := -s -w -X main.version=$(VERSION)
+# DEB is a stable name for the package `make deb` builds as bin/cutover_<version>_<arch>.deb.
+DEB     := bin/cutover.deb
 
-.PHONY: build test lint deps bench demo demo-down
+.PHONY: build deb test lint deps bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cutover
 
+# The Debian package, built with dpkg-deb (packaging/build-deb.sh).
+deb: build
+	@rm -f bin/cutover_*.deb
+	@deb=$$(GO="$(GO)" DEB_VERSION="$(VERSION)" packaging/build-deb.sh $(BIN) bin) && ln -sf "$$(basename "$$deb")" $(DEB) && echo "$$deb"
+
 deps:
 	@test/setup.sh
 
-test: deps lint
-	$(GO) test -count=1 -timeout 25m -parallel 4 ./...
+test: deps lint deb
+	CUTOVER_DEB="$(CURDIR)/$(DEB)" $(GO) test -count=1 -timeout 25m -parallel 4 ./...
+	@$(MAKE) --no-print-directory fuzz
+
+# Each fuzz target runs briefly on top of its seed corpus (which every `go test` runs).
+# Minimizing a new input is bounded to 50 runs: the config parser's coverage differs a little
+# from run to run for the same input, so nearly every input looks new, and the
+# default of 60 s per input left FuzzParse with a handful of executions in its 10 s.
+FUZZTIME ?= 10s
+FUZZ_TARGETS = ./upgrade/config:FuzzParse ./nodes:FuzzParseNodeList ./upgrade/backup:FuzzVerify
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 50x "$${t%%:*}" || exit 1; \
+	done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# BENCH_NODES are the cluster sizes of the whole-run benchmark against pdsh.
+BENCH_NODES ?= 8,32,64,128,256
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./nodes/
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./upgrade/
+	CUTOVER_BENCH_NODES=$(BENCH_NODES) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./upgrade/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./upgrade/staging/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/ganeti/
 
 # The demo and the test cluster by hand (test/cluster/clusterctl). NAME names the cluster,
 # NODE a node (node1 is the master), CMD a shell command to run on it.
@@ -34,11 +60,24 @@ CLUSTERCTL  = $(GO) run ./test/cluster/clusterctl -name "$(NAME)"
 .PHONY: cluster-up cluster-down cluster-status node-exec \
 	node-reboot node-crash node-poweroff node-poweron node-cut node-heal
 
-demo: deps build
-	NAME="$(NAME)" GO="$(GO)" CUTOVER_BIN="$(BIN)" test/demo.sh
+demo: deps deb
+	NAME="$(NAME)" GO="$(GO)" CUTOVER_DEB="$(DEB)" test/demo.sh
+
+# The rolling strategy on the demo cluster, under a client's load, against all at once.
+demo-rolling: deps deb
+	NAME="$(NAME)" GO="$(GO)" CUTOVER_DEB="$(DEB)" test/demo-rolling.sh
 
 demo-down:
 	$(CLUSTERCTL) down
+
+# A real Ganeti cluster (Debian's 3.0.2, 3.1 beside it), upgraded by cutover (test/ganeti).
+GANETI_NAME ?= ganeti-demo-$(shell printf %s "$(CURDIR)" | cksum | cut -d" " -f1)
+
+ganeti-demo: deps build
+	GANETI_NAME="$(GANETI_NAME)" CUTOVER_BIN="$(BIN)" test/ganeti/demo.sh
+
+ganeti-down:
+	test/ganeti/ganeti-cluster "$(GANETI_NAME)" down
 
 cluster-up: deps
 	$(CLUSTERCTL) up -nodes "$(NODES)"

@@ -21,8 +21,10 @@
 //	{"op": "set", "path": "/queue/workers", "value": 2, "if_absent": true}
 //	{"op": "move", "from": "/nodes/*/ip", "path": "/nodes/*/address"}
 //
-// [Plan] chains the steps from one version to another, up or down within one
-// major; a minor without a file is an identity step. [Migrate] applies a plan
+// [Plan] chains the steps from one version to another, up or down, minor by
+// minor; a minor without a file is an identity step. A major is crossed by the
+// one file that hops from the last minor of the old major to N.0, such as
+// {"from": "2.10", "to": "3.0"}; without it a change of major is refused. [Migrate] applies a plan
 // to a document in memory and sets the version; [Apply] does it to the file:
 // a dated 0600 backup, then temp file, fsync and rename, and nothing changed
 // on error. Apply is idempotent: a config already at the target is left

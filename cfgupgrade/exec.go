@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cutover/cutover/nodes"
 )
 
 // Limits on what RunExec keeps of a command's output.
@@ -94,7 +96,8 @@ func RunExec(ctx context.Context, spec Spec, command string, want string) (Repor
 
 	var output, stderr tailBuffer
 	output.max, stderr.max = outputTail, stderrTail
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.Env = nodes.LocalEnv()
 	cmd.Stdout = &output
 	cmd.Stderr = teeWriter{&output, &stderr}
 	cmd.WaitDelay = 5 * time.Second

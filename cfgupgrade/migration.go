@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Migration is one minor step of a config, as a migration file holds it:
@@ -35,10 +37,16 @@ type migrationFile struct {
 // holds no migrations and is not an error. Files are decoded strictly
 // (unknown fields are errors; from, to, up and down are required) and
 // validated: from and to are MAJOR.MINOR of the same major with to one minor
-// after from, every op is well-formed, and no two files describe the same
+// after from, or a hop from a minor of one major to the next major's N.0, every op is well-formed, and no two files describe the same
 // step. The error names every bad file and op, as in
 // "migrations/1.1-1.2.json: up[2]: op \"frobnicate\" is unknown".
 func LoadMigrations(dir string) ([]Migration, error) {
+	return LoadMigrationsWith(dir, readBounded)
+}
+
+// LoadMigrationsWith is LoadMigrations reading each file with read, such as a reader that
+// refuses files other users could have edited.
+func LoadMigrationsWith(dir string, read func(name string) ([]byte, error)) ([]Migration, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -52,7 +60,7 @@ func LoadMigrations(dir string) ([]Migration, error) {
 		if !strings.HasSuffix(e.Name(), ".json") || e.IsDir() {
 			continue
 		}
-		m, err := loadMigration(filepath.Join(dir, e.Name()))
+		m, err := loadMigration(filepath.Join(dir, e.Name()), read)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -68,8 +76,31 @@ func LoadMigrations(dir string) ([]Migration, error) {
 	return migs, nil
 }
 
-func loadMigration(file string) (Migration, error) {
-	data, err := os.ReadFile(file)
+// maxMigrationSize bounds a migration file.
+const maxMigrationSize = 1 << 20
+
+// readBounded reads a regular file of at most maxMigrationSize bytes; a FIFO or a device is
+// refused without blocking.
+func readBounded(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxMigrationSize+1))
+	if err == nil && len(data) > maxMigrationSize {
+		err = fmt.Errorf("%s is larger than %d bytes", name, maxMigrationSize)
+	}
+	return data, err
+}
+
+func loadMigration(file string, read func(string) ([]byte, error)) (Migration, error) {
+	data, err := read(file)
 	if err != nil {
 		return Migration{}, fmt.Errorf("read migration: %w", err)
 	}
@@ -141,8 +172,9 @@ func (m Migration) check() error {
 	if err != nil {
 		return fmt.Errorf("%s: to: %w", name, err)
 	}
-	if toMajor != fromMajor || toMinor != fromMinor+1 {
-		return fmt.Errorf("%s: from %s to %s is not one minor step (want to %s)", name, m.From, m.To, minorName(fromMajor, fromMinor+1))
+	hop := toMajor == fromMajor+1 && toMinor == 0
+	if !hop && (toMajor != fromMajor || toMinor != fromMinor+1) {
+		return fmt.Errorf("%s: from %s to %s is not one minor step (want to %s, or to %d.0 for a hop to the next major)", name, m.From, m.To, minorName(fromMajor, fromMinor+1), fromMajor+1)
 	}
 	var errs []error
 	for _, list := range []struct {
@@ -156,6 +188,14 @@ func (m Migration) check() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hop reports whether m takes a config from the last minor of one major to the next
+// major's first minor, N.0.
+func (m Migration) hop() bool {
+	fromMajor, _, err1 := parseSeries(m.From)
+	toMajor, toMinor, err2 := parseSeries(m.To)
+	return err1 == nil && err2 == nil && toMajor == fromMajor+1 && toMinor == 0
 }
 
 // name names m in error messages: its file, or its step.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type Intent struct {
 	Host      string    `json:"host"`
 	PID       int       `json:"pid"`
 	Created   time.Time `json:"created"`
+	// App, Config and StateDir name the application, the cutover.toml and the state
+	// directory of the run, so that a resume with another configuration is refused.
+	App      string `json:"app,omitempty"`
+	Config   string `json:"config,omitempty"`
+	StateDir string `json:"state_dir,omitempty"`
 }
 
 // WriteIntent writes in as JSON to path, atomically: a temporary file in the
@@ -54,11 +60,24 @@ func WriteIntent(path string, in Intent) error {
 // not a valid intent (bad JSON, unknown fields, trailing data, no run id or
 // target version) is an error naming the file, never taken for "no intent".
 func ReadIntent(path string) (Intent, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return Intent{}, fmt.Errorf("read intent %s: malformed: a symlink, which cutover never writes", path)
+	}
 	if err != nil {
 		return Intent{}, fmt.Errorf("read intent: %w", err)
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return Intent{}, fmt.Errorf("read intent: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return Intent{}, fmt.Errorf("read intent %s: malformed: not a regular file (%s)", path, info.Mode().Type())
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && (st.Uid != 0 && int(st.Uid) != os.Geteuid() || info.Mode().Perm()&0o022 != 0) {
+		return Intent{}, fmt.Errorf("read intent %s: refused: owned by uid %d with mode %04o, so another user could have written it", path, st.Uid, info.Mode().Perm())
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxIntentSize+1))
 	if err != nil {
 		return Intent{}, fmt.Errorf("read intent %s: %w", path, err)

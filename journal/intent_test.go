@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,6 +155,39 @@ func TestWriteIntentRefusesIncomplete(t *testing.T) {
 		}
 		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: a refused intent was written (stat: %v)", name, err)
+		}
+	}
+}
+
+// TestReadIntentRefusesNonFiles: a FIFO, a device or a link where the intent should be is
+// refused at once, never read until it ends.
+func TestReadIntentRefusesNonFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	ww := filepath.Join(dir, "ww")
+	if err := WriteIntent(ww, Intent{RunID: 1, To: "1.1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ww, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, link, "/dev/zero", ww} {
+		done := make(chan error, 1)
+		go func() { _, err := ReadIntent(p); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || NoIntent(err) || !strings.Contains(err.Error(), p) {
+				t.Errorf("ReadIntent(%s) = %v, want an error naming it", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadIntent(%s) still reads after 5 s", p)
 		}
 	}
 }

@@ -35,6 +35,9 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (Run, error) {
 	r.Started = stamp(r.Started, now)
 	r.Ended = time.Time{}
 	r.Outcome = Running
+	if r.Travel == "" {
+		r.Travel = Forward
+	}
 	r.Offline = cloneStrings(r.Offline)
 	r.Facts = maps.Clone(r.Facts)
 	if r.Facts == nil {
@@ -165,6 +168,44 @@ func (s *Store) Finish(ctx context.Context, runID uint64, outcome Outcome, at ti
 	})
 	if err != nil {
 		return fmt.Errorf("finish run %d as %s: %w", runID, outcome, err)
+	}
+	return nil
+}
+
+// SetTravel records the direction run runID travels in. A run that is rolling back or
+// aborting never travels forward again: such a change is refused.
+func (s *Store) SetTravel(ctx context.Context, runID uint64, t Travel) error {
+	if !t.Valid() {
+		return fmt.Errorf("set travel of run %d: unknown direction %q", runID, t)
+	}
+	err := s.change(ctx, func(tx *bolt.Tx) error {
+		rb, err := s.runBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		var rec runRecord
+		if err := s.getJSON(rb, keyRun, &rec, runID); err != nil {
+			return err
+		}
+		if t == Forward && rec.Travel != "" && rec.Travel != Forward {
+			return fmt.Errorf("the run is %s: it never travels forward again", rec.Travel)
+		}
+		rec.Travel = t
+		return putJSON(rb, keyRun, rec)
+	})
+	if err != nil {
+		return fmt.Errorf("set travel of run %d to %s: %w", runID, t, err)
+	}
+	return nil
+}
+
+// SetPastPONR records whether run runID has crossed its point of no return. The runner sets
+// it before the point-of-no-return stage changes anything, and clears it when that stage
+// failed without changing anything.
+func (s *Store) SetPastPONR(ctx context.Context, runID uint64, past bool) error {
+	err := s.updateRun(ctx, runID, func(rec *runRecord) { rec.PastPONR = past })
+	if err != nil {
+		return fmt.Errorf("set point of no return of run %d: %w", runID, err)
 	}
 	return nil
 }

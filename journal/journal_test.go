@@ -372,3 +372,32 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+func TestTravelAndPONR(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	r := mustCreate(t, s, sampleRun())
+	if r.Travel != Forward || r.PastPONR {
+		t.Fatalf("new run: travel %q, past PONR %v; want forward, false", r.Travel, r.PastPONR)
+	}
+	if err := s.SetPastPONR(ctx, r.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTravel(ctx, r.ID, RollingBack); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTravel(ctx, r.ID, Forward); err == nil {
+		t.Error("SetTravel(forward) after rolling-back = nil, want a refusal")
+	}
+	if err := s.SetTravel(ctx, r.ID, "sideways"); err == nil {
+		t.Error("SetTravel(sideways) = nil, want an error")
+	}
+	got, err := s.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Travel != RollingBack || !got.PastPONR {
+		t.Errorf("Run() travel %q, past PONR %v; want rolling-back, true", got.Travel, got.PastPONR)
+	}
+}

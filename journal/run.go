@@ -62,6 +62,27 @@ func (o Outcome) Valid() bool {
 	return false
 }
 
+// Travel is the direction a run is travelling: forward to its target, or back to where it
+// came from after a failure, a signal or an abort. A crash never changes it: a run that was
+// rolling back is finished by rolling back.
+type Travel string
+
+// The directions of travel. The empty Travel of a run that never set one is Forward.
+const (
+	Forward     Travel = "forward"
+	RollingBack Travel = "rolling-back" // undoing after a failure or a signal before the PONR
+	Aborting    Travel = "aborting"     // undoing because the operator asked (upgrade --abort)
+)
+
+// Valid reports whether t is one of the directions above.
+func (t Travel) Valid() bool {
+	switch t {
+	case Forward, RollingBack, Aborting:
+		return true
+	}
+	return false
+}
+
 // NodeResult is one node's part of a stage.
 type NodeResult struct {
 	Node       string
@@ -96,6 +117,8 @@ type Run struct {
 	Ended     time.Time         // zero while running
 	Outcome   Outcome           // Running until the run is finished
 	Offline   []string          // nodes skipped as offline
+	Travel    Travel            // forward, or rolling back (never turned forward again)
+	PastPONR  bool              // set durably before the point-of-no-return stage changes anything
 	Facts     map[string]string // what stages learned on their first execution (never overwritten)
 	Events    []Event           // in Seq order
 }
@@ -142,6 +165,8 @@ type runRecord struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Outcome   Outcome   `json:"outcome"`
 	Offline   []string  `json:"offline,omitempty"`
+	Travel    Travel    `json:"travel,omitempty"`
+	PastPONR  bool      `json:"past_ponr,omitempty"`
 }
 
 // eventRecord is the stored form of an event; its seq is the key.
@@ -169,16 +194,20 @@ func toRunRecord(r Run) runRecord {
 	return runRecord{
 		Kind: r.Kind, From: r.From, To: r.To, Direction: r.Direction,
 		Host: r.Host, PID: r.PID, Started: r.Started, Ended: r.Ended,
-		Outcome: r.Outcome, Offline: r.Offline,
+		Outcome: r.Outcome, Offline: r.Offline, Travel: r.Travel, PastPONR: r.PastPONR,
 	}
 }
 
 func (rec runRecord) run(id uint64) Run {
-	return Run{
+	r := Run{
 		ID: id, Kind: rec.Kind, From: rec.From, To: rec.To, Direction: rec.Direction,
 		Host: rec.Host, PID: rec.PID, Started: rec.Started, Ended: rec.Ended,
-		Outcome: rec.Outcome, Offline: rec.Offline, Facts: map[string]string{},
+		Outcome: rec.Outcome, Offline: rec.Offline, Travel: rec.Travel, PastPONR: rec.PastPONR, Facts: map[string]string{},
 	}
+	if r.Travel == "" {
+		r.Travel = Forward
+	}
+	return r
 }
 
 func toEventRecord(ev Event) eventRecord {

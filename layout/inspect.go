@@ -58,6 +58,11 @@ func (l *Layout) readLink(fsys FS, lk link) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read link %s: %w", lk.path, err)
 	}
+	if dotDotAfterName(target) {
+		return "", newError(kindNotSideBySide,
+			"%s points to %q: a '..' after a directory name is resolved through that directory, which may itself be a link, so the text does not say where the link leads: not a side-by-side installation",
+			lk.path, target)
+	}
 	resolved := target
 	if !path.IsAbs(resolved) {
 		resolved = path.Join(path.Dir(lk.path), resolved)
@@ -69,6 +74,26 @@ func (l *Layout) readLink(fsys FS, lk link) (string, error) {
 			lk.path, target, lk.base, l.mode())
 	}
 	return dir, nil
+}
+
+// dotDotAfterName reports whether target has a ".." element after a directory name, as in
+// /usr/lib/app/x/../1.0: the kernel resolves it through x, wherever x leads, while a lexical
+// clean would drop x. Leading ".." elements of a relative target climb from the link's own
+// directory and are resolved as written.
+func dotDotAfterName(target string) bool {
+	named := false
+	for _, el := range strings.Split(target, "/") {
+		switch el {
+		case "", ".":
+		case "..":
+			if named {
+				return true
+			}
+		default:
+			named = true
+		}
+	}
+	return false
 }
 
 // describe names the kind of file fi is, for messages.

@@ -30,7 +30,8 @@ var (
 	appPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._+-]*$`)
 	// versionPattern is MAJOR.MINOR[.PATCH][-PRERELEASE]: numbers without leading zeros, so a
 	// version has exactly one spelling, and dot-separated prerelease identifiers.
-	versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+	// Each number has at most 9 digits, so it fits every integer type that parses it.
+	versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(\.(0|[1-9][0-9]{0,8}))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
 )
 
 // maxVersionLen bounds a version string; real ones are far shorter.
@@ -88,7 +89,7 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // metacharacters), so a valid version is safe as a file name and in a command line.
 func ValidVersion(v string) error {
 	if len(v) > maxVersionLen || !versionPattern.MatchString(v) {
-		return fmt.Errorf("invalid version %q: want MAJOR.MINOR[.PATCH][-PRERELEASE], e.g. 1.2.0", v)
+		return fmt.Errorf("invalid version %q: want MAJOR.MINOR[.PATCH][-PRERELEASE] with numbers of at most 9 digits, e.g. 1.2.0", v)
 	}
 	return nil
 }
@@ -118,6 +119,10 @@ func (l *Layout) Trees(version string) (lib, share string, err error) {
 	}
 	return path.Join(l.libBase(), dir), path.Join(l.shareBase(), dir), nil
 }
+
+// Bases returns the root-less paths of the directories that hold the version trees:
+// <libdir>/<app> and <datadir>/<app>.
+func (l *Layout) Bases() (lib, share string) { return l.libBase(), l.shareBase() }
 
 // LibLink returns the root-less path of the link to the live arch-dependent tree,
 // <sysconfdir>/<app>/lib.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"sync"
 	"time"
 )
 
@@ -19,6 +20,10 @@ type Conn struct {
 	timeout time.Duration // per command
 	ssh     *sshClient    // nil for the local connection
 	fs      fileSystem
+	pool    *Pool // holds the command tag
+
+	reapMu sync.Mutex
+	reaped map[string]bool // command tags whose earlier commands were killed through this connection
 }
 
 // fileSystem is what a node's file operations are built on.
@@ -34,6 +39,16 @@ type fileSystem interface {
 	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	MkdirAll(name string, perm fs.FileMode) error
 	Chmod(name string, perm fs.FileMode) error
+}
+
+// files returns the file operations of the node: the os package locally,
+// SFTP over SSH, or plain commands where the node's sshd has no SFTP
+// subsystem (found out on first use, not configured).
+func (c *Conn) files() fileSystem {
+	if c.ssh != nil && c.ssh.usesCommands() {
+		return cmdFS{c.ssh}
+	}
+	return c.fs
 }
 
 // Node returns the name of the node the connection reaches.
@@ -54,13 +69,15 @@ func (c *Conn) close() error {
 }
 
 // Run runs argv on the node: the arguments are quoted with QuoteArgs and the
-// line is run by the node's shell (the login shell over SSH, which must be a
-// POSIX shell; sh locally). It
-// returns a non-nil error when the command does not exit 0, naming the node,
-// the command, the exit code and the tail of its standard error, and when
-// the connection fails or the command timeout or ctx ends it; the Result is
-// filled as far as known in every case. A command that runs out of time is
-// killed and its error satisfies IsTimeout.
+// line is run by sh under cutover's watchdog (over SSH the login shell, which
+// must be a POSIX shell, execs that sh). The command reads an empty standard
+// input. Run returns a non-nil error when the command does not exit 0,
+// naming the node, the command, the exit code and the tail of its standard
+// error, and when the connection fails or the command timeout or ctx ends
+// it; the Result is filled as far as known in every case. A command that
+// runs out of time or whose ctx ends is killed with its process group before
+// Run returns (see the package documentation), and its error satisfies
+// IsTimeout or wraps ctx's error.
 func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 	if len(argv) == 0 {
 		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
@@ -70,22 +87,38 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 }
 
 // RunShell runs script with `sh -c` on the node, with the same results and
-// errors as Run. The script reaches sh unchanged, so it may use any shell
-// syntax; it must not contain unvalidated input.
+// errors as Run: the command line is `sh -c SCRIPT`, so the script runs in
+// an sh of its own whose parent is the command's shell. The script reaches
+// sh unchanged, so it may use any shell syntax; it must not contain
+// unvalidated input.
 func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
 	return c.run(ctx, "sh -c "+Quote(script), script)
 }
 
-// run runs line; shown is what error messages call the command.
+// run runs line; shown is what error messages call the command. When the
+// pool has a command tag, what commands of that tag left running on the node
+// is killed first (once per connection and tag).
 func (c *Conn) run(ctx context.Context, line, shown string) (Result, error) {
+	tag := c.pool.commandTag()
+	if tag != "" {
+		if err := c.reap(ctx, tag); err != nil {
+			return Result{Node: c.name, Command: line, ExitCode: -1}, err
+		}
+	}
+	return c.runTagged(ctx, line, shown, tag)
+}
+
+// runTagged runs line under the watchdog, recording it under tag when tag
+// is not empty.
+func (c *Conn) runTagged(ctx context.Context, line, shown, tag string) (Result, error) {
 	if c.ssh == nil {
-		return c.runLocal(ctx, line, shown)
+		return c.runLocal(ctx, line, shown, tag)
 	}
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	stdout, stderr := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
-	code, err := c.ssh.run(runCtx, line, stdout, stderr)
+	code, err := c.ssh.run(runCtx, sshLine(line, tag, c.name), stdout, stderr)
 	timedOut := false
 	if err != nil && runCtx.Err() != nil {
 		// The command was stopped: by the caller, or by its timeout.
@@ -101,6 +134,26 @@ func (c *Conn) run(ctx context.Context, line, shown string) (Result, error) {
 		res.ExitCode = -1
 	}
 	return res, commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err)
+}
+
+// reap kills, once per connection and tag, the commands of tag that an
+// earlier execution (or an earlier, lost connection) left running on the
+// node, and removes their records. Concurrent callers wait for the first.
+func (c *Conn) reap(ctx context.Context, tag string) error {
+	c.reapMu.Lock()
+	defer c.reapMu.Unlock()
+	if c.reaped[tag] {
+		return nil
+	}
+	shown := "kill the commands of " + tag + " left running"
+	if _, err := c.runTagged(ctx, reapLine(tag, c.name), shown, ""); err != nil {
+		return err
+	}
+	if c.reaped == nil {
+		c.reaped = make(map[string]bool)
+	}
+	c.reaped[tag] = true
+	return nil
 }
 
 // fsError wraps a file operation's error with the node's name.
@@ -129,7 +182,7 @@ func (c *Conn) Lstat(name string) (fs.FileInfo, error) {
 	if err := c.checkAbs("lstat", name); err != nil {
 		return nil, err
 	}
-	fi, err := c.fs.Lstat(name)
+	fi, err := c.files().Lstat(name)
 	return fi, c.fsError(err)
 }
 
@@ -138,7 +191,7 @@ func (c *Conn) Stat(name string) (fs.FileInfo, error) {
 	if err := c.checkAbs("stat", name); err != nil {
 		return nil, err
 	}
-	fi, err := c.fs.Stat(name)
+	fi, err := c.files().Stat(name)
 	return fi, c.fsError(err)
 }
 
@@ -147,7 +200,7 @@ func (c *Conn) Readlink(name string) (string, error) {
 	if err := c.checkAbs("readlink", name); err != nil {
 		return "", err
 	}
-	target, err := c.fs.Readlink(name)
+	target, err := c.files().Readlink(name)
 	return target, c.fsError(err)
 }
 
@@ -160,7 +213,7 @@ func (c *Conn) Symlink(oldname, newname string) error {
 	if err := c.checkAbs("symlink", newname); err != nil {
 		return err
 	}
-	return c.fsError(c.fs.Symlink(oldname, newname))
+	return c.fsError(c.files().Symlink(oldname, newname))
 }
 
 // Rename renames oldname to newname with POSIX semantics: an existing
@@ -170,7 +223,7 @@ func (c *Conn) Rename(oldname, newname string) error {
 	if err := c.checkAbs("rename", oldname, newname); err != nil {
 		return err
 	}
-	return c.fsError(c.fs.Rename(oldname, newname))
+	return c.fsError(c.files().Rename(oldname, newname))
 }
 
 // Remove removes the named file, symbolic link or empty directory.
@@ -178,7 +231,7 @@ func (c *Conn) Remove(name string) error {
 	if err := c.checkAbs("remove", name); err != nil {
 		return err
 	}
-	return c.fsError(c.fs.Remove(name))
+	return c.fsError(c.files().Remove(name))
 }
 
 // ReadDir describes the entries of the named directory, sorted by name.
@@ -187,7 +240,7 @@ func (c *Conn) ReadDir(name string) ([]fs.FileInfo, error) {
 	if err := c.checkAbs("readdir", name); err != nil {
 		return nil, err
 	}
-	infos, err := c.fs.ReadDir(name)
+	infos, err := c.files().ReadDir(name)
 	return infos, c.fsError(err)
 }
 
@@ -196,7 +249,7 @@ func (c *Conn) ReadFile(name string) ([]byte, error) {
 	if err := c.checkAbs("read", name); err != nil {
 		return nil, err
 	}
-	data, err := c.fs.ReadFile(name)
+	data, err := c.files().ReadFile(name)
 	return data, c.fsError(err)
 }
 
@@ -213,7 +266,7 @@ func (c *Conn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	if perm&^fs.ModePerm != 0 {
 		return fmt.Errorf("%s: write %s: mode %v has more than permission bits", c.name, name, perm)
 	}
-	return c.fsError(c.fs.WriteFileAtomic(name, data, perm))
+	return c.fsError(c.files().WriteFileAtomic(name, data, perm))
 }
 
 // MkdirAll creates the directory name and any missing parents. Directories it
@@ -222,7 +275,7 @@ func (c *Conn) MkdirAll(name string, perm fs.FileMode) error {
 	if err := c.checkAbs("mkdir", name); err != nil {
 		return err
 	}
-	return c.fsError(c.fs.MkdirAll(name, perm))
+	return c.fsError(c.files().MkdirAll(name, perm))
 }
 
 // Chmod sets the permission bits of the named file.
@@ -230,5 +283,5 @@ func (c *Conn) Chmod(name string, perm fs.FileMode) error {
 	if err := c.checkAbs("chmod", name); err != nil {
 		return err
 	}
-	return c.fsError(c.fs.Chmod(name, perm))
+	return c.fsError(c.files().Chmod(name, perm))
 }

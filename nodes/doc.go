@@ -45,14 +45,56 @@
 // Every connection sends keepalive@openssh.com requests; when KeepaliveMax of
 // them in a row go unanswered the connection is closed, so commands on a node
 // that lost power fail within seconds instead of hanging, and the next
-// [Pool.Conn] call dials again. Each command has a timeout, after which its
-// session is killed. sshd counts sessions per connection (MaxSessions, 10 by
-// default), so a Conn runs at most 8 commands at once and queues the rest.
+// [Pool.Conn] call dials again. sshd counts sessions per connection
+// (MaxSessions, 10 by default), so a Conn runs at most 8 commands at once and
+// queues the rest.
 //
-// A command that starts a background process which keeps its standard
-// output or error open (a daemon that does not redirect its output) returns
-// two seconds after it exits, locally and over SSH alike: the output is cut
-// off there and the process keeps running.
+// # Commands never outlive cutover
+//
+// Each command has a timeout (SSHConfig.CommandTimeout). A command whose
+// timeout or context ends, or that runs when cutover dies, is killed with
+// every process of its process group, locally and over SSH, root logins
+// included (sshd refuses to signal the commands of a root login, and kills
+// nothing when a client without a terminal goes away). For that, every
+// command runs under a watchdog, a short sh program that cutover sends as
+// the command line, so nodes need only sh and /proc. The watchdog gives the
+// command an empty standard input and keeps the session's standard input,
+// which cutover holds open while it waits, for a watcher. When that input
+// reaches end of file while the command still runs (cutover closed it to
+// stop the command, or the kernel closed it because cutover died: the pipe
+// locally, the TCP connection to sshd remotely), the watcher sends SIGTERM
+// to the command's process group and, a second later, SIGKILL to whatever
+// is left, itself included: it stays in the group until then, so the
+// group's number cannot pass to another process meanwhile. A stopped
+// command's Run returns once the watcher reports the group gone; locally,
+// should that take more than a few seconds, cutover kills the group itself,
+// and the command's shell has SIGKILL as its parent-death signal. The
+// command's shell replaces the watchdog, so its exit status, or the signal
+// that killed it, reaches cutover unchanged.
+//
+// A command that ends by itself leaves its background processes running
+// (daemons stay up). One that starts a background process which keeps its
+// standard output or error open (a daemon that does not redirect its output)
+// returns two seconds after it exits, locally and over SSH alike: the output
+// is cut off there and the process keeps running. Processes that leave the
+// command's process group (setsid, daemons) are never killed.
+//
+// # Command records
+//
+// A node cut off from the network when cutover dies never sees the end of
+// file, so its command may run on. So that a resumed run never races such a
+// command, [Pool.SetCommandTag] names the run the pool works for (such as
+// "run-7"). While a command of a tagged pool runs, its node holds a record
+// of it: a file named TAG.PID in /run/cutover/cmd (mode 0700) for root, in
+// ~/.cutover/cmd for other logins (and for root when /run is missing),
+// holding the command's process group, pid, start time, boot id and node
+// name. The watcher removes it when the command ends or is killed. Before a
+// connection of a tagged pool is first handed out by [Pool.Conn] or first
+// runs a command (in a new pool, or dialed again after the last connection
+// was lost), every command recorded on the node under the same tag and node
+// name whose process still runs (same boot, same start time) is killed with
+// its process group, and every record of the tag for the node is removed.
+// Records of other tags are left alone.
 //
 // # Fan-out
 //

@@ -21,15 +21,19 @@ type fsTarget struct {
 	conn *nodes.Conn
 }
 
-// fsTargets returns a local and an SSH target, each with a fresh directory
-// for every call of dir.
+// fsTargets returns a local target, an SSH target and an SSH target whose
+// sshd has no SFTP subsystem (file operations over commands), each with a
+// fresh directory for every call of dir.
 func fsTargets(t *testing.T) (targets []fsTarget, cluster *sshdtest.Cluster) {
 	t.Helper()
 	c := sshdtest.Start(t, 1)
 	p := newPool(t, c, nil)
+	bare := sshdtest.Start(t, 1, sshdtest.WithoutSFTP())
+	pb := newPool(t, bare, nil)
 	return []fsTarget{
 		{name: "local", conn: conn(t, p, localMaster)},
 		{name: "ssh", conn: conn(t, p, "node1")},
+		{name: "ssh-without-sftp", conn: conn(t, pb, "node1")},
 	}, c
 }
 

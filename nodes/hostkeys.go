@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -14,22 +13,30 @@ import (
 
 // hostKeys is the strict host-key database built from known_hosts files.
 type hostKeys struct {
-	files    []string // the files that exist and were read
+	files    []string          // the files that exist and were read
+	names    map[string]string // the files' names by the descriptor path they were read from
 	callback ssh.HostKeyCallback
 }
 
 // loadHostKeys reads the known_hosts files that exist; at least one must.
-func loadHostKeys(files []string) (*hostKeys, error) {
-	var existing []string
-	for _, f := range files {
-		_, err := os.Stat(f)
+// Each must be protected as openTrusted requires (or owned by one of owners):
+// whoever can edit it chooses which hosts cutover runs commands on as root.
+func loadHostKeys(files []string, owners []uint32) (*hostKeys, error) {
+	var existing, opened []string
+	names := map[string]string{}
+	for _, name := range files {
+		f, err := openTrustedBy("known_hosts", name, false, maxKnownHostsSize, owners)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("known_hosts %s: %w", f, err)
+			return nil, err
 		}
-		existing = append(existing, f)
+		defer f.Close()
+		// The database reads the checked descriptor, not the name again.
+		existing = append(existing, name)
+		opened = append(opened, fdPath(f))
+		names[fdPath(f)] = name
 	}
 	if len(existing) == 0 {
 		if len(files) == 0 {
@@ -37,11 +44,14 @@ func loadHostKeys(files []string) (*hostKeys, error) {
 		}
 		return nil, fmt.Errorf("none of the known_hosts files exists (%s)", strings.Join(files, ", "))
 	}
-	cb, err := knownhosts.New(existing...)
+	cb, err := knownhosts.New(opened...)
 	if err != nil {
+		for fd, name := range names {
+			err = errors.New(strings.ReplaceAll(err.Error(), fd+":", name+":"))
+		}
 		return nil, fmt.Errorf("read known_hosts: %w", err)
 	}
-	return &hostKeys{files: existing, callback: cb}, nil
+	return &hostKeys{files: existing, names: names, callback: cb}, nil
 }
 
 // known returns the keys known_hosts holds for hostport (host:port).
@@ -51,9 +61,21 @@ func (h *hostKeys) known(hostport string) []knownhosts.KnownKey {
 	err := h.callback(hostport, probeAddr(hostport), probeKey{})
 	var ke *knownhosts.KeyError
 	if errors.As(err, &ke) {
-		return ke.Want
+		return h.named(ke.Want)
 	}
 	return nil
+}
+
+// named gives keys the names of the files they come from.
+func (h *hostKeys) named(keys []knownhosts.KnownKey) []knownhosts.KnownKey {
+	out := make([]knownhosts.KnownKey, len(keys))
+	for i, k := range keys {
+		if n, ok := h.names[k.Filename]; ok {
+			k.Filename = n
+		}
+		out[i] = k
+	}
+	return out
 }
 
 // pick returns the first of the candidate host:port names that known_hosts
@@ -104,10 +126,10 @@ func (h *hostKeys) check(hostport string) ssh.HostKeyCallback {
 			he.kind = hostUnknown
 		case errors.As(err, &ke):
 			he.kind = hostMismatch
-			he.want = ke.Want
+			he.want = h.named(ke.Want)
 		case errors.As(err, &re):
 			he.kind = hostRevoked
-			he.want = []knownhosts.KnownKey{re.Revoked}
+			he.want = h.named([]knownhosts.KnownKey{re.Revoked})
 		default:
 			return err
 		}

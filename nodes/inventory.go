@@ -266,7 +266,7 @@ func LoadInventory(ctx context.Context, master string, static []Node, nodesComma
 	if nodesCommand == "" {
 		return NewInventory(master, static)
 	}
-	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout)
+	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout, "", "")
 	if err := commandError("nodes_command", nodesCommand, code, stderr, timedOut, nodesCommandTimeout, err); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ const (
 	DefaultCommandTimeout    = 10 * time.Minute
 	DefaultKeepaliveInterval = 5 * time.Second
 	DefaultKeepaliveMax      = 3
+	DefaultFileTimeout       = time.Minute
 )
 
 // SSHConfig says how to reach nodes over SSH. Zero durations and counts take
@@ -28,10 +28,13 @@ type SSHConfig struct {
 	IdentityFiles     []string      // unencrypted private keys; a missing file is an error naming it
 	AgentSocket       string        // ssh-agent socket; "" means none (callers pass os.Getenv("SSH_AUTH_SOCK"))
 	KnownHosts        []string      // known_hosts files; files that do not exist are skipped, but one must exist
+	HostKeyAlias      string        // a name every node's host key may be known under, tried after its own (Ganeti's cluster name)
+	KnownHostsOwners  []uint32      // besides root, the users a known_hosts file may belong to (Ganeti's gnt-masterd)
 	ConnectTimeout    time.Duration // TCP connect plus SSH handshake; default 10s
 	CommandTimeout    time.Duration // per command; default 10m
 	KeepaliveInterval time.Duration // default 5s
 	KeepaliveMax      int           // missed keepalives before the connection is declared dead; default 3
+	FileTimeout       time.Duration // per SFTP operation (a stat, a whole file read or write); default 1m
 }
 
 // withDefaults returns cfg with zero values replaced by the defaults.
@@ -47,6 +50,9 @@ func (cfg SSHConfig) withDefaults() SSHConfig {
 	}
 	if cfg.KeepaliveMax <= 0 {
 		cfg.KeepaliveMax = DefaultKeepaliveMax
+	}
+	if cfg.FileTimeout <= 0 {
+		cfg.FileTimeout = DefaultFileTimeout
 	}
 	return cfg
 }
@@ -66,6 +72,7 @@ type Pool struct {
 	mu     sync.Mutex
 	closed bool
 	slots  map[string]*slot
+	tag    string // the command tag; see SetCommandTag
 }
 
 // slot is one node's place in the pool.
@@ -92,7 +99,7 @@ func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
 	for _, n := range inv.Nodes {
 		s := &slot{dialing: make(chan struct{}, 1)}
 		if n.Name == inv.Master {
-			s.conn = &Conn{name: n.Name, timeout: p.cfg.CommandTimeout, fs: localFS{}}
+			s.conn = &Conn{name: n.Name, timeout: p.cfg.CommandTimeout, fs: localFS{}, pool: p}
 		} else {
 			needSSH = true
 		}
@@ -147,7 +154,7 @@ func (p *Pool) loadSSH() error {
 		}
 		return append(append([]ssh.Signer(nil), signers...), fromAgent...), nil
 	})
-	hk, err := loadHostKeys(p.cfg.KnownHosts)
+	hk, err := loadHostKeys(p.cfg.KnownHosts, p.cfg.KnownHostsOwners)
 	if err != nil {
 		return err
 	}
@@ -155,11 +162,17 @@ func (p *Pool) loadSSH() error {
 	return nil
 }
 
-// loadIdentity reads an unencrypted private key file.
+// loadIdentity reads an unencrypted private key file, which must be
+// protected as OpenSSH requires (see openTrusted).
 func loadIdentity(file string) (ssh.Signer, error) {
-	data, err := os.ReadFile(file)
+	f, err := openTrusted("identity file", file, true, maxIdentitySize)
 	if err != nil {
-		return nil, fmt.Errorf("identity file: %w", err)
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readTrusted(f, "identity file", maxIdentitySize)
+	if err != nil {
+		return nil, err
 	}
 	s, err := ssh.ParsePrivateKey(data)
 	var missing *ssh.PassphraseMissingError
@@ -172,11 +185,58 @@ func loadIdentity(file string) (ssh.Signer, error) {
 	return s, nil
 }
 
+// SetCommandTag names the execution that the pool's commands belong to,
+// such as "run-7": lower-case letters, digits and '-', at most 64
+// characters; "" (the default) records nothing. Each command started after
+// the call is recorded on its node under the tag while it runs (see the
+// package documentation). Before a connection to a node is first handed out
+// by Conn with a tag set, or first runs a command with it, every command
+// that an earlier execution recorded there under the same tag (and node
+// name) and that still runs is killed with its process group, so a resumed
+// run never races a command of a dead one. Records of other tags are left
+// alone. At most one Pool per tag may be in use at a time.
+func (p *Pool) SetCommandTag(tag string) error {
+	if err := checkCommandTag(tag); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.tag = tag
+	p.mu.Unlock()
+	return nil
+}
+
+// commandTag returns the tag set by SetCommandTag.
+func (p *Pool) commandTag() string {
+	if p == nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tag
+}
+
 // Conn returns the connection to the node called name, dialing it when the
 // pool holds none or the one it holds is dead. Concurrent callers for one
 // node share a single dial. Offline nodes are reached like any other:
-// leaving them out is up to the caller (see Inventory.Online).
+// leaving them out is up to the caller (see Inventory.Online). With a
+// command tag set, the first Conn call of a connection kills what earlier
+// commands of the tag left running on the node (see SetCommandTag); when
+// that fails, so does Conn.
 func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
+	c, err := p.conn(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if tag := p.commandTag(); tag != "" {
+		if err := c.reap(ctx, tag); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// conn returns the node's live connection, dialing it when needed.
+func (p *Pool) conn(ctx context.Context, name string) (*Conn, error) {
 	n, ok := p.inv.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("%s: not in the inventory", name)
@@ -208,7 +268,7 @@ func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{name: name, timeout: p.cfg.CommandTimeout, ssh: sc, fs: remoteFS{sc}}
+	c := &Conn{name: name, timeout: p.cfg.CommandTimeout, ssh: sc, fs: remoteFS{sc}, pool: p}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

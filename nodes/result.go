@@ -23,7 +23,7 @@ const maxTailInError = 300
 // Result is what one command did.
 type Result struct {
 	Node     string
-	Command  string // the command line as sent
+	Command  string // the command line as given to the node's sh (inside cutover's watchdog)
 	ExitCode int    // -1 when the command did not finish (transport failure, timeout, signal)
 	Stdout   []byte // bounded: at most the first 4 MiB kept
 	Stderr   []byte // bounded: the last 64 KiB kept

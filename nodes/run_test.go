@@ -49,6 +49,8 @@ func TestRun(t *testing.T) {
 		{name: "reserved word is a plain word", argv: []string{"if"}, wantCode: 127, wantErr: `run "'if'": exit 127`},
 		{name: "assignment is a plain word", argv: []string{"A=b"}, wantCode: 127, wantErr: "exit 127"},
 		{name: "exit code", script: "exit 3", wantCode: 3, wantErr: `run "exit 3": exit 3`},
+		{name: "exit code like a signal's", script: "exit 137", wantCode: 137, wantErr: `run "exit 137": exit 137`},
+		{name: "empty standard input", script: "cat; echo read", wantStdout: "read\n"},
 		{name: "stderr in error", script: "echo first >&2; echo 'it failed' >&2; exit 1", wantCode: 1,
 			wantStderr: "first\nit failed\n", wantErr: `run "echo first >&2; echo 'it failed' >&2; exit 1": exit 1: first; it failed`},
 		{name: "stdout and stderr", script: "echo out; echo err >&2", wantStdout: "out\n", wantStderr: "err\n"},
@@ -239,11 +241,20 @@ func TestRunCancel(t *testing.T) {
 
 func TestRunSignal(t *testing.T) {
 	t.Parallel()
-	for _, c := range transports(t, nil) {
-		t.Run(transportName(c), func(t *testing.T) {
+	conns := transports(t, nil)
+	// Also as root, whose login shell (bash) execs a lone command: the
+	// script's parent is still the command's shell, not sshd.
+	root := conn(t, newPool(t, sshdtest.Start(t, 1, sshdtest.WithRootLogin()), nil), "node1")
+	for i, c := range append(conns, root) {
+		name := transportName(c)
+		if i == len(conns) {
+			name = "ssh-root"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			// RunShell's script runs in an sh started by the node's shell:
-			// killing its parent kills the command line as sent.
+			// RunShell's script runs in an sh of its own, started by the
+			// command's shell: killing its parent kills the command line
+			// as given.
 			res, err := c.RunShell(context.Background(), "echo before; kill -9 $PPID")
 			if err == nil || !strings.Contains(err.Error(), "killed by signal") {
 				t.Fatalf("err = %v, want it to say the command was killed by a signal", err)

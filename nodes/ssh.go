@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -27,10 +28,6 @@ const outputGrace = 2 * time.Second
 // sessionRetry is how long a session the server refuses is asked for again.
 const sessionRetry = 2 * time.Second
 
-// killGrace is how long a timed-out or cancelled command's session may take
-// to report what it printed after it was killed.
-const killGrace = 500 * time.Millisecond
-
 // sshClient is one node's SSH connection with its keepalive watch.
 type sshClient struct {
 	addr     string
@@ -41,8 +38,15 @@ type sshClient struct {
 	dead     chan struct{} // closed once the connection is gone
 	deadErr  error         // why; set before dead is closed
 
-	sftpMu sync.Mutex
-	sftp   *sftp.Client
+	fileTimeout time.Duration // bounds each SFTP operation
+	sftpMu      sync.Mutex
+	sftp        *sftp.Client
+	sftpSession atomic.Pointer[ssh.Session] // the SFTP subsystem's session, once one is opened
+
+	sftpRefused atomic.Bool // the server has no SFTP subsystem: file operations use commands
+
+	sftpErrMu sync.Mutex
+	sftpErr   error // set once an SFTP operation went unanswered: the server is not used again
 }
 
 // dialError is a failed connection attempt.
@@ -74,6 +78,9 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 	candidates := []string{addr}
 	if n.Name != n.Address {
 		candidates = append(candidates, net.JoinHostPort(n.Name, port))
+	}
+	if a := p.cfg.HostKeyAlias; a != "" {
+		candidates = append(candidates, net.JoinHostPort(a, port))
 	}
 	known, algos := p.hostKeys.pick(candidates...)
 	if known == "" {
@@ -133,6 +140,8 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 		client:   ssh.NewClient(conn, chans, reqs),
 		sessions: make(chan struct{}, maxSessions),
 		dead:     make(chan struct{}),
+
+		fileTimeout: p.cfg.FileTimeout,
 	}
 	go func() {
 		err := c.client.Wait()
@@ -219,8 +228,12 @@ func (c *sshClient) keepalive(interval time.Duration, maxMissed int) {
 
 // run runs one command line in a new session, writing its output to stdout
 // and stderr. It returns the exit code, or -1 and the reason when the command
-// did not run to an exit. When ctx ends first the command is killed and
-// ctx's error returned.
+// did not run to an exit. The session's standard input stays open while the
+// command runs: the line is expected to run under the watchdog, which kills
+// the command's process group when that input reaches end of file. So when
+// ctx ends first, run closes the input (or, before the command started, the
+// whole session), waits up to killWait for the watchdog to report the
+// command gone, and returns ctx's error.
 func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writer) (int, error) {
 	select {
 	case c.sessions <- struct{}{}:
@@ -233,7 +246,7 @@ func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writ
 	done := make(chan execResult, 1)
 	var mu sync.Mutex
 	var session ssh.Channel
-	abandoned := false
+	started, abandoned := false, false
 	go func() {
 		defer func() { <-c.sessions }()
 		ch, reqs, err := c.openSession(ctx)
@@ -250,7 +263,11 @@ func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writ
 		}
 		session = ch
 		mu.Unlock()
-		done <- c.exec(ch, reqs, line, stdout, stderr)
+		done <- c.exec(ch, reqs, line, stdout, stderr, func() {
+			mu.Lock()
+			started = true
+			mu.Unlock()
+		})
 	}()
 
 	select {
@@ -261,17 +278,29 @@ func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writ
 	mu.Lock()
 	abandoned = true
 	if session != nil {
-		session.SendRequest("signal", false, ssh.Marshal(struct{ Signal string }{"KILL"}))
-		session.Close()
+		if started {
+			// End of file on the command's input: the watchdog kills the
+			// process group, then lets the session end.
+			session.CloseWrite()
+		} else {
+			// sshd may never pass an end of file received before the
+			// command started on to it; closing the session does.
+			session.Close()
+		}
 	}
 	mu.Unlock()
-	// Let the session deliver the output it already has; a dead peer may
-	// never answer, so do not wait long.
-	grace := time.NewTimer(killGrace)
-	defer grace.Stop()
+	// Let the session deliver its output and end; a dead peer may never
+	// answer, so do not wait long.
+	wait := time.NewTimer(killWait)
+	defer wait.Stop()
 	select {
 	case <-done:
-	case <-grace.C:
+	case <-wait.C:
+		mu.Lock()
+		if session != nil {
+			session.Close()
+		}
+		mu.Unlock()
 	}
 	return -1, ctx.Err()
 }
@@ -306,10 +335,11 @@ func (c *sshClient) openSession(ctx context.Context) (ssh.Channel, <-chan *ssh.R
 	}
 }
 
-// exec runs line on an open session channel and waits for its exit status
-// and output. Once the command has exited, output still held open by
-// processes it left behind is waited for only outputGrace, as locally.
-func (c *sshClient) exec(ch ssh.Channel, reqs <-chan *ssh.Request, line string, stdout, stderr io.Writer) execResult {
+// exec runs line on an open session channel, calls started once the server
+// has accepted it, and waits for its exit status and output. Once the
+// command has exited, output still held open by processes it left behind is
+// waited for only outputGrace, as locally. The channel's input is left open.
+func (c *sshClient) exec(ch ssh.Channel, reqs <-chan *ssh.Request, line string, stdout, stderr io.Writer, started func()) execResult {
 	exited := make(chan execResult, 1)
 	closed := make(chan struct{})
 	go func() {
@@ -345,7 +375,7 @@ func (c *sshClient) exec(ch ssh.Channel, reqs <-chan *ssh.Request, line string, 
 	if !ok {
 		return execResult{-1, errors.New("the server refused to run the command")}
 	}
-	ch.CloseWrite() // the command reads an empty standard input
+	started()
 
 	output := make(chan struct{})
 	go func() {
@@ -408,18 +438,134 @@ func (c *sshClient) transportError(op string, err error) error {
 
 // sftpClient returns the connection's SFTP client, starting it on first use.
 func (c *sshClient) sftpClient() (*sftp.Client, error) {
+	// An operation that went unanswered may still hold sftpMu.
+	if err := c.sftpFailed(); err != nil {
+		return nil, err
+	}
 	c.sftpMu.Lock()
 	defer c.sftpMu.Unlock()
+	if err := c.sftpFailed(); err != nil {
+		return nil, err
+	}
 	if c.sftp != nil {
 		return c.sftp, nil
 	}
 	if !c.alive() {
 		return nil, c.deadErr
 	}
-	cl, err := sftp.NewClient(c.client)
+	s, err := c.client.NewSession()
 	if err != nil {
+		return nil, c.transportError("start sftp", err)
+	}
+	c.sftpSession.Store(s)
+	w, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	r, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.RequestSubsystem("sftp"); err != nil {
+		s.Close()
+		if c.alive() && strings.Contains(err.Error(), "subsystem request failed") {
+			c.sftpRefused.Store(true)
+			return nil, errNoSFTP
+		}
+		return nil, c.transportError("start sftp", err)
+	}
+	cl, err := sftp.NewClientPipe(r, w)
+	if err != nil {
+		s.Close()
+		if ferr := c.sftpFailed(); ferr != nil {
+			return nil, ferr
+		}
 		return nil, c.transportError("start sftp", err)
 	}
 	c.sftp = cl
 	return cl, nil
+}
+
+// sftpFailed returns the error that made the connection give up on SFTP.
+func (c *sshClient) sftpFailed() error {
+	c.sftpErrMu.Lock()
+	defer c.sftpErrMu.Unlock()
+	return c.sftpErr
+}
+
+// abandonSFTP gives up on the connection's SFTP server after an operation
+// went unanswered for the file timeout: it closes the SFTP session and makes
+// every later operation on the connection fail at once with err. An
+// operation still waiting for the server ends when the server lets go of
+// the session or, at the latest, when the connection closes. Commands still
+// run over the connection.
+func (c *sshClient) abandonSFTP(err error) {
+	c.sftpErrMu.Lock()
+	if c.sftpErr == nil {
+		c.sftpErr = err
+	}
+	c.sftpErrMu.Unlock()
+	if s := c.sftpSession.Load(); s != nil {
+		s.Close()
+	}
+}
+
+// errNoSFTP says the node's sshd refused the SFTP subsystem.
+var errNoSFTP = errors.New("the node's sshd has no SFTP subsystem")
+
+// usesCommands reports whether the node's file operations must go over
+// plain commands because its sshd has no SFTP subsystem. The first call
+// starts the SFTP client to find out, within the file timeout.
+func (c *sshClient) usesCommands() bool {
+	if c.sftpRefused.Load() {
+		return true
+	}
+	remoteFS{c}.do("start sftp", "", func(*sftp.Client) error { return nil })
+	return c.sftpRefused.Load()
+}
+
+// runInput runs line as it is, not under the watchdog, with input on its
+// standard input followed by end of file, and returns its exit code (-1
+// and the reason when it did not exit). When ctx ends first the session is
+// closed: the command then reads end of file and is expected to give up by
+// itself. An error reading input closes the session the same way.
+func (c *sshClient) runInput(ctx context.Context, line string, input io.Reader, stdout, stderr io.Writer) (int, error) {
+	select {
+	case c.sessions <- struct{}{}:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	case <-c.dead:
+		return -1, c.deadErr
+	}
+	defer func() { <-c.sessions }()
+	ch, reqs, err := c.openSession(ctx)
+	if err != nil {
+		return -1, err
+	}
+	defer ch.Close()
+	done := make(chan execResult, 1)
+	go func() {
+		done <- c.exec(ch, reqs, line, stdout, stderr, func() {
+			go func() {
+				if _, err := io.Copy(ch, input); err != nil {
+					ch.Close()
+					return
+				}
+				ch.CloseWrite()
+			}()
+		})
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.err
+	case <-ctx.Done():
+		ch.Close()
+		select {
+		case <-done:
+		case <-time.After(killWait):
+		}
+		return -1, ctx.Err()
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,10 +238,44 @@ func TestNewPoolErrors(t *testing.T) {
 	plainKey := filepath.Join(dir, "plain")
 	writePlainKey(t, plainKey)
 	base := nodes.SSHConfig{User: "root", IdentityFiles: []string{plainKey}, KnownHosts: []string{knownHosts}}
+	// Copies of the key and of known_hosts that others could read or edit.
+	withMode := func(src, name string, mode os.FileMode) string {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	openKey := withMode(plainKey, "key-0644", 0o644)
+	groupKey := withMode(plainKey, "key-0640", 0o640)
+	openHosts := withMode(knownHosts, "hosts-0666", 0o666)
+	groupHosts := withMode(knownHosts, "hosts-0664", 0o664)
+	fifo := filepath.Join(dir, "hosts-fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	otherKey := withMode(plainKey, "key-nobody", 0o600)
+	otherHosts := withMode(knownHosts, "hosts-nobody", 0o644)
+	ownedByOthers := os.Geteuid() == 0
+	if ownedByOthers {
+		for _, f := range []string{otherKey, otherHosts} {
+			if err := os.Chown(f, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	tests := []struct {
-		name    string
-		edit    func(*nodes.SSHConfig)
-		wantErr string
+		name     string
+		edit     func(*nodes.SSHConfig)
+		wantErr  string
+		needRoot bool
 	}{
 		{name: "valid", edit: func(*nodes.SSHConfig) {}},
 		{name: "missing identity file", edit: func(c *nodes.SSHConfig) { c.IdentityFiles = []string{dir + "/nope"} }, wantErr: dir + "/nope"},
@@ -250,10 +285,30 @@ func TestNewPoolErrors(t *testing.T) {
 		{name: "agent socket missing", edit: func(c *nodes.SSHConfig) { c.AgentSocket = dir + "/agent.sock" }, wantErr: "ssh-agent " + dir + "/agent.sock"},
 		{name: "no user", edit: func(c *nodes.SSHConfig) { c.User = "" }, wantErr: "no ssh user configured"},
 		{name: "nothing to log in with", edit: func(c *nodes.SSHConfig) { c.IdentityFiles = nil }, wantErr: "no identity files and no ssh-agent"},
+		{name: "identity file readable by others", edit: func(c *nodes.SSHConfig) { c.IdentityFiles = []string{openKey} },
+			wantErr: "identity file " + openKey + " is accessible by group or others (mode 0644)"},
+		{name: "identity file readable by group", edit: func(c *nodes.SSHConfig) { c.IdentityFiles = []string{groupKey} },
+			wantErr: "identity file " + groupKey + " is accessible by group or others (mode 0640)"},
+		{name: "known_hosts writable by others", edit: func(c *nodes.SSHConfig) { c.KnownHosts = []string{openHosts} },
+			wantErr: "known_hosts " + openHosts + " is writable by group or others (mode 0666)"},
+		{name: "known_hosts writable by group", edit: func(c *nodes.SSHConfig) { c.KnownHosts = []string{dir + "/missing", groupHosts} },
+			wantErr: "known_hosts " + groupHosts + " is writable by group or others (mode 0664)"},
+		{name: "known_hosts a fifo", edit: func(c *nodes.SSHConfig) { c.KnownHosts = []string{fifo} },
+			wantErr: "known_hosts " + fifo + " is not a regular file"},
+		{name: "identity file of another user", edit: func(c *nodes.SSHConfig) { c.IdentityFiles = []string{otherKey} },
+			wantErr: "identity file " + otherKey + " is owned by uid 65534, not by root", needRoot: true},
+		{name: "known_hosts of another user", edit: func(c *nodes.SSHConfig) { c.KnownHosts = []string{otherHosts} },
+			wantErr: "known_hosts " + otherHosts + " is owned by uid 65534, not by root", needRoot: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.needRoot && !ownedByOthers {
+				if os.Getenv("CI") == "true" {
+					t.Fatal("a file owned by another user needs the tests to run as root")
+				}
+				t.Skip("a file owned by another user needs the tests to run as root")
+			}
 			cfg := base
 			tt.edit(&cfg)
 			p, err := nodes.NewPool(inv, cfg)

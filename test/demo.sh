@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # demo.sh shows cutover on a 4-node cluster of containers (package test/cluster): it starts the
-# cluster with the demo application at 1.0.0 on every node, queues a few jobs, shows each node,
-# upgrades the cluster to 1.1.0 with cutover when this build has the upgrade command, and shows
-# each node again. The cluster keeps running afterwards; `make demo-down` removes it.
+# cluster with the demo application's 1.0.0 (live) and 1.1.0 on every node, puts the 1.2.0
+# release tarball on the master and stages it onto every node with `cutover stage`, queues a few
+# jobs, shows each node, upgrades the cluster to 1.2.0 with cutover, shows each node again and
+# what `cutover prune` would remove. The cluster keeps running afterwards; `make demo-down`
+# removes it.
 #
-# Environment: NAME (the cluster's name, default cutover-demo), CUTOVER_BIN (the cutover binary
-# for the master, default bin/cutover from `make build`), GO (default go).
+# cutover reaches the master as operators install it: its Debian package, with dpkg -i.
+#
+# Environment: NAME (the cluster's name, default cutover-demo), CUTOVER_DEB (cutover's package
+# for the master, default bin/cutover.deb from `make deb`), GO (default go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NAME=${NAME:-cutover-demo}
 GO=${GO:-go}
-CUTOVER_BIN=${CUTOVER_BIN:-bin/cutover}
+CUTOVER_DEB=${CUTOVER_DEB:-bin/cutover.deb}
 D=/usr/lib/demoapp/default/usr/sbin/demoapp
 NODES=(node1 node2 node3 node4)
 
@@ -38,12 +42,21 @@ show() {
 	ctl exec node1 "$D job list | sed 's/^/  /'" || true
 }
 
-up=(up -nodes "${#NODES[@]}")
-if [ -x "$CUTOVER_BIN" ]; then
-	up+=(-cutover "$CUTOVER_BIN")
-fi
-say "starting the ${#NODES[@]}-node cluster $NAME with demoapp 1.0.0 (the node image is built once, then cached)"
-ctl "${up[@]}"
+[ -f "$CUTOVER_DEB" ] || { echo "demo.sh: $CUTOVER_DEB is missing: run 'make deb'" >&2; exit 1; }
+say "starting the ${#NODES[@]}-node cluster $NAME with demoapp 1.0.0 live and 1.1.0 installed (the node image is built once, then cached)"
+ctl up -nodes "${#NODES[@]}" -package "$CUTOVER_DEB" -missing 1.2.0
+
+say "cutover's package on node1, the master, and its resume at boot"
+ctl exec node1 'dpkg-query -W cutover; cat /etc/cron.d/cutover'
+
+say "the demoapp 1.2.0 release tarball, on the master"
+ctl release node1 1.2.0 /root/demoapp-1.2.0.tar.gz
+ctl exec node1 'tar -tzf /root/demoapp-1.2.0.tar.gz | sed "s/^/  /"'
+
+rc=0
+say "cutover stage --version=1.2.0 /root/demoapp-1.2.0.tar.gz (on node1, the master)"
+ctl exec node1 '/usr/sbin/cutover stage --version=1.2.0 /root/demoapp-1.2.0.tar.gz' || rc=$?
+[ "$rc" -eq 0 ] || { echo "cutover stage exited $rc"; exit "$rc"; }
 
 say "submitting 3 jobs of 3 seconds on the master"
 for _ in 1 2 3; do
@@ -53,22 +66,18 @@ done
 say "the cluster before"
 show
 
-if ctl exec node1 '/usr/sbin/cutover status --help' >/dev/null 2>&1; then
-	say "cutover status"
-	ctl exec node1 '/usr/sbin/cutover status' || true
-fi
+say "cutover status"
+ctl exec node1 '/usr/sbin/cutover status' || true
 
-rc=0
-if ctl exec node1 '/usr/sbin/cutover upgrade --help' >/dev/null 2>&1; then
-	say "cutover upgrade --to=1.1.0 --yes (on node1, the master)"
-	ctl exec node1 '/usr/sbin/cutover upgrade --to=1.1.0 --yes' || rc=$?
-	[ "$rc" -eq 0 ] || echo "cutover upgrade exited $rc"
-else
-	say "upgrade skipped: this cutover build has no 'upgrade' command"
-fi
+say "cutover upgrade --to=1.2.0 --yes (on node1, the master)"
+ctl exec node1 '/usr/sbin/cutover upgrade --to=1.2.0 --yes' || rc=$?
+[ "$rc" -eq 0 ] || echo "cutover upgrade exited $rc"
 
 say "the cluster after"
 show
+
+say "cutover prune --dry-run (1.1.0 stays: it is the version a downgrade goes back to)"
+ctl exec node1 '/usr/sbin/cutover prune --keep=0 --dry-run' || true
 
 say "the cluster $NAME keeps running"
 echo "  make node-exec NODE=node1 CMD='/usr/sbin/cutover status'   run a command on a node"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh installs what cutover's tests need on a fresh Debian machine and is a no-op when
 # everything is there: OpenSSH (real sshd for the node-access tests), pdsh (the benchmark's
-# baseline), debootstrap (the test cluster's node image) and iproute2 (cutting nodes off).
+# baseline), debootstrap (the test cluster's node image), iproute2 (cutting nodes off), and
+# dpkg-dev, lintian and systemd (building the Debian package, checking it, verifying its unit).
 # It also creates the unprivileged login used by the SSH tests and benchmarks, whose shell
 # reads no start-up files, so timings measure cutover and sshd, not a shell profile.
 set -euo pipefail
@@ -13,6 +14,10 @@ command -v ssh-agent >/dev/null 2>&1 || need+=(openssh-client)
 command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
+command -v dpkg-architecture >/dev/null 2>&1 || need+=(dpkg-dev)
+command -v lintian >/dev/null 2>&1 || need+=(lintian)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 
 # The layout tests unpack Debian's ganeti packages: they need the package lists.
 fresh_lists=no

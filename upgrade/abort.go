@@ -2,7 +2,10 @@ package upgrade
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/config"
 	"time"
 )
 
@@ -13,37 +16,35 @@ type AbortOptions struct {
 	Hostname string
 }
 
-// Abort undoes the pending run the intent file names, in reverse stage order, if it has not
-// reached its point of no return; a run past it is refused: it can only go forward. Without
-// a pending run it does nothing (Result.Nothing).
-func Abort(ctx context.Context, cfg *Config, opts AbortOptions) (*Result, error) {
+// Abort undoes the pending run the intent file names, in reverse stage order, every stage any
+// execution of it started, if it has not crossed its point of no return; a run past it is
+// refused (IsPastPONR: the run stays pending and can only go forward). Without a pending run
+// it does nothing (Result.Nothing).
+func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result, error) {
 	start := time.Now()
-	r, jr, cleanup, err := loadPending(ctx, cfg, opts.Reporter, opts.Hostname, true)
+	s, err := openSession(ctx, cfg, modePending, sessionOptions{Reporter: opts.Reporter, Hostname: opts.Hostname, HostCheck: true})
 	if err != nil {
 		return nil, err
 	}
-	if r == nil {
+	defer s.Close()
+	if s.intent == nil {
 		return &Result{App: cfg.App, Nothing: true}, nil
 	}
-	defer cleanup()
+	r, jr := s.r, s.jr
 	res := r.summary()
-	if ponr := ponrStageName(r.Direction); jr.Reached(ponr) {
+	if done, err := leftIntent(ctx, r, jr); done {
+		return res, err
+	}
+	if r.pastPONR && jr.Travel == journal.Forward {
+		ponr := PONRStage(r.stages(), r.Direction)
 		ev, _ := jr.LastEvent(ponr)
-		return res, fmt.Errorf("run %d is past its point of no return (%s started %s): it cannot be undone, only finished with 'cutover upgrade --resume'",
-			r.ID, ponr, ev.At.UTC().Format(time.RFC3339))
+		return res, pastPONR(fmt.Errorf("run %d is past its point of no return (%s started %s): it cannot be undone, only finished with 'cutover upgrade --resume'; it stays pending",
+			r.ID, ponr, ev.At.UTC().Format(time.RFC3339)))
 	}
 	r.log.Printf("run %d: abort requested", r.ID)
 	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("aborting run %d: %s %s -> %s", r.ID, cfg.App, r.From, r.To)})
-
-	// Every stage that started, in order, is undone in reverse: an interrupted stage may have
-	// done part of its work.
-	rn := &Runner{Stages: Stages()}
-	for _, st := range rn.Stages {
-		if jr.Reached(st.Name()) {
-			rn.Done = append(rn.Done, st)
-		}
-	}
-	err = rn.Abort(ctx, r)
+	rn := &Runner{Stages: r.stages()}
+	err = rn.Abort(ctx, r, journal.Aborting)
 	res.Duration = time.Since(start)
 	return res, err
 }

@@ -4,32 +4,32 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
+
+	archive "github.com/cutover/cutover/upgrade/backup"
 )
 
-// backup archives the application's state, its /etc/<app> directory and the link targets on
-// the master before anything changes: state_dir/backups/<app>-<from>-to-<to>-<UTC>.tar.gz,
-// mode 0600, with a checksummed manifest, written to a temporary name and renamed. Old
-// archives beyond backup_keep are removed, never the newest one of the live version.
+// backup archives the application's state and its /etc/<app> directory, the switch links
+// included, on the master before anything changes: state_dir/backups/<app>-<from>-to-<to>-<UTC>.tar.gz,
+// mode 0600, with a manifest of every entry's owner, mode and checksum, written to a
+// temporary name and renamed. Sockets, fifos, devices and links that lead elsewhere are not
+// archived: the stage names them. Old archives beyond backup_keep are removed, never the
+// newest one of the live version.
 type backup struct{}
 
 func (backup) Name() string { return "backup" }
 
+func (backup) Where() Where { return OnMaster }
+
 func (backup) Run(ctx context.Context, r *Run) error {
-	links := map[string]string{}
-	c, err := r.Conn(ctx, r.Inventory.Master)
+	sc, err := backupScope(r.Config)
 	if err != nil {
 		return err
 	}
-	for _, l := range []string{r.Layout.LibLink(), r.Layout.ShareLink()} {
-		target, err := c.Readlink(l)
-		if err != nil {
-			return fmt.Errorf("backup: read link %s: %w", l, err)
-		}
-		links[l] = target
-	}
-	m := Manifest{App: r.Config.App, Run: r.ID, From: r.From, To: r.To, Created: time.Now().UTC(), Links: links}
-	path, err := WriteBackup(ctx, BackupDir(r.Config), r.backupDirs(), m)
+	m := archive.Manifest{Kind: archive.KindSwitch, App: r.Config.App, Run: r.ID, From: r.From, To: r.To, Created: time.Now().UTC()}
+	path, m, err := archive.Write(ctx, BackupDir(r.Config), sc, m)
+	crashPoint(false, "backup written")
 	if err != nil {
 		return err
 	}
@@ -37,8 +37,17 @@ func (backup) Run(ctx context.Context, r *Run) error {
 	if _, err := r.Learn(ctx, "backup", path); err != nil {
 		return err
 	}
-	r.Note("%s", filepath.Base(path))
-	removed, err := PruneBackups(BackupDir(r.Config), r.Config.App, r.Config.Policy.BackupKeep, r.From)
+	note := filepath.Base(path)
+	excluded, unexpected := splitSkipped(m.Skipped)
+	if len(excluded) > 0 {
+		note += fmt.Sprintf("; %d excluded", len(excluded))
+	}
+	if len(unexpected) > 0 {
+		note += fmt.Sprintf("; %d not archived", len(unexpected))
+		r.Warn("backup: not archived (listed in the manifest): %s", skippedList(unexpected))
+	}
+	r.Note("%s", note)
+	removed, err := archive.Prune(BackupDir(r.Config), r.Config.App, r.Config.Policy.BackupKeep, r.From)
 	for _, p := range removed {
 		r.log.Printf("backup: removed old archive %s", p)
 	}
@@ -48,16 +57,30 @@ func (backup) Run(ctx context.Context, r *Run) error {
 	return nil
 }
 
-// backupDirs are the directories a backup holds: the application's state and its /etc dir.
-func (r *Run) backupDirs() []string {
-	return []string{
-		filepath.Join(r.Config.Paths.LocalstateDir, "lib", r.Config.App),
-		filepath.Join(r.Config.Paths.SysconfDir, r.Config.App),
-	}
-}
-
-// BackupDir is where a cluster's backups are kept.
-func BackupDir(c *Config) string { return filepath.Join(c.Paths.StateDir, "backups") }
-
 // Once makes a resumed run skip the stage when an earlier execution completed it.
 func (backup) Once() bool { return true }
+
+// backupDirs are the directories a backup holds: the application's state and its /etc dir.
+func (r *Run) backupDirs() []string { return r.Config.BackupDirs() }
+
+// skippedList names what a backup did not archive, for messages.
+// splitSkipped separates what backup_exclude left out on purpose from what a backup could not
+// archive (sockets, fifos, devices, links that lead elsewhere), which deserves a warning.
+func splitSkipped(list []archive.Skipped) (excluded, unexpected []archive.Skipped) {
+	for _, s := range list {
+		if s.Reason == archive.ReasonExcluded {
+			excluded = append(excluded, s)
+		} else {
+			unexpected = append(unexpected, s)
+		}
+	}
+	return excluded, unexpected
+}
+
+func skippedList(list []archive.Skipped) string {
+	names := make([]string, len(list))
+	for i, s := range list {
+		names[i] = s.String()
+	}
+	return strings.Join(names, ", ")
+}

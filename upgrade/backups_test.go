@@ -9,11 +9,22 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cutover/cutover/journal"
+	archive "github.com/cutover/cutover/upgrade/backup"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // backupFixture is an installed application under a temporary root, at 1.0.0, with a backup
@@ -21,7 +32,7 @@ import (
 type backupFixture struct {
 	t       *testing.T
 	root    string
-	cfg     *Config
+	cfg     *config.Config
 	id      string // the archive's id
 	archive string // its path
 }
@@ -43,12 +54,13 @@ func newBackupFixture(t *testing.T, verify string) *backupFixture {
 	f.write("var/lib/app/queue/job-1", "job one\n", 0o644)
 	f.symlink("queue/job-1", "var/lib/app/current")
 
-	r := &Run{Config: f.cfg}
-	m := Manifest{App: "app", Run: 1, From: "1.0.0", To: "1.1.0", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Links: map[string]string{root + "/etc/app/lib": root + "/usr/lib/app/1.0.0", root + "/etc/app/share": root + "/usr/share/app/1.0.0"}}
-	path, err := WriteBackup(context.Background(), BackupDir(f.cfg), r.backupDirs(), m)
+	m := archive.Manifest{Kind: BackupSwitch, App: "app", Run: 1, From: "1.0.0", To: "1.1.0", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	path, m, err := archive.Write(context.Background(), BackupDir(f.cfg), f.scope(), m)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(m.Links) != 2 || len(m.Skipped) != 0 {
+		t.Fatalf("fixture backup: links %v, skipped %v; want both links and nothing skipped", m.Links, m.Skipped)
 	}
 	f.archive = path
 	f.id = strings.TrimSuffix(filepath.Base(path), ".tar.gz")
@@ -56,6 +68,15 @@ func newBackupFixture(t *testing.T, verify string) *backupFixture {
 }
 
 func (f *backupFixture) path(rel string) string { return filepath.Join(f.root, rel) }
+
+func (f *backupFixture) scope() archive.Scope {
+	f.t.Helper()
+	sc, err := backupScope(f.cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sc
+}
 
 func (f *backupFixture) mkdir(rel string) {
 	f.t.Helper()
@@ -145,7 +166,7 @@ func withoutPaths(tree string, paths ...string) string {
 // backups lists the archive ids in the backup directory.
 func (f *backupFixture) backups() []string {
 	f.t.Helper()
-	ids, err := backupIDs(BackupDir(f.cfg), "app")
+	ids, err := archive.IDs(BackupDir(f.cfg), "app")
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -219,9 +240,9 @@ func readTar(t *testing.T, path string) []tarEntry {
 }
 
 // editManifest changes the manifest entry (the first) of entries.
-func editManifest(t *testing.T, entries []tarEntry, change func(m *Manifest)) {
+func editManifest(t *testing.T, entries []tarEntry, change func(m *archive.Manifest)) {
 	t.Helper()
-	var m Manifest
+	var m archive.Manifest
 	if err := json.Unmarshal(entries[0].data, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -345,10 +366,10 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 			i := find(e, "var/lib/app/config.json")
 			name := strings.TrimPrefix(f.path("usr/lib/app/1.0.0/evil"), "/")
 			e[i].hdr.Name = name
-			editManifest(t, e, func(m *Manifest) {
-				for j := range m.Files {
-					if strings.HasSuffix(m.Files[j].Path, "config.json") {
-						m.Files[j].Path = "/" + name
+			editManifest(t, e, func(m *archive.Manifest) {
+				for j := range m.Entries {
+					if strings.HasSuffix(m.Entries[j].Path, "config.json") {
+						m.Entries[j].Path = "/" + name
 					}
 				}
 			})
@@ -358,10 +379,10 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 			i := find(e, "queue/job-1")
 			name := strings.TrimPrefix(f.path("etc/app/lib/evil"), "/")
 			e[i].hdr.Name = name
-			editManifest(t, e, func(m *Manifest) {
-				for j := range m.Files {
-					if strings.HasSuffix(m.Files[j].Path, "job-1") {
-						m.Files[j].Path = "/" + name
+			editManifest(t, e, func(m *archive.Manifest) {
+				for j := range m.Entries {
+					if strings.HasSuffix(m.Entries[j].Path, "job-1") {
+						m.Entries[j].Path = "/" + name
 					}
 				}
 			})
@@ -373,13 +394,37 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 		{"link target changed", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
 			e[find(e, "etc/app/lib")].hdr.Linkname = "/etc"
 			return e
-		}, "is not in the archive as such"},
+		}, `link target "/etc" in the archive`},
+		{"link to / in archive and manifest", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
+			e[find(e, "etc/app/lib")].hdr.Linkname = "/"
+			editManifest(t, e, func(m *archive.Manifest) {
+				for j := range m.Entries {
+					if strings.HasSuffix(m.Entries[j].Path, "etc/app/lib") {
+						m.Entries[j].Link = "/"
+					}
+				}
+				m.Links[f.path("etc/app/lib")] = "/"
+			})
+			return e
+		}, "a switch link must point at a version tree of this application"},
+		{"setuid in archive and manifest, owner changed in the archive", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
+			i := find(e, "var/lib/app/config.json")
+			e[i].hdr.Mode, e[i].hdr.Uid = 0o4755, 0
+			editManifest(t, e, func(m *archive.Manifest) {
+				for j := range m.Entries {
+					if strings.HasSuffix(m.Entries[j].Path, "config.json") {
+						m.Entries[j].Mode, m.Entries[j].UID = 0o4755, 4242
+					}
+				}
+			})
+			return e
+		}, "owner 0:"},
 		{"another application", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
-			editManifest(t, e, func(m *Manifest) { m.App = "other" })
+			editManifest(t, e, func(m *archive.Manifest) { m.App = "other" })
 			return e
 		}, `application "other"`},
 		{"versions not those of the name", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
-			editManifest(t, e, func(m *Manifest) { m.From = "0.9.0" })
+			editManifest(t, e, func(m *archive.Manifest) { m.From = "0.9.0" })
 			return e
 		}, "does not match the archive's name"},
 		{"no manifest", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
@@ -388,7 +433,7 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 		{"manifest not json", func(t *testing.T, f *backupFixture, e []tarEntry) []tarEntry {
 			e[0].data = []byte("{")
 			return e
-		}, ManifestName},
+		}, archive.ManifestName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -491,8 +536,7 @@ func TestListBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An older archive of another run, and one whose name does not match its manifest.
-	r := &Run{Config: f.cfg}
-	older, err := WriteBackup(ctx, dir, r.backupDirs(), Manifest{App: "app", Run: 0, From: "0.9.0", To: "1.0.0", Created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)})
+	older, _, err := archive.Write(ctx, dir, f.scope(), archive.Manifest{App: "app", Run: 0, From: "0.9.0", To: "1.0.0", Created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,64 +576,236 @@ func TestListBackups(t *testing.T) {
 	}
 }
 
-func TestCheckBackupID(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		id string
-		ok bool
-	}{
-		{"app-1.0.0-to-1.1.0-20260102T030405Z", true},
-		{"app-1.1-to-1.2-20260102T030405Z", true},
-		{"app-1.1.0-rc.1-to-1.1.0-20260102T030405Z", true},
-		{"app-1.1.0-before-restore-20260102T030405Z", true},
-		{"ganeti-2.16.2-to-3.0.2-20260102T030405Z", true},
-		{"", false},
-		{"app", false},
-		{"app-1.0.0-to-1.1.0", false},
-		{"app-1.0.0-to-1.1.0-20260102T030405Z.tar.gz", false},
-		{"app-1.0.0-to-1.1.0-20260102T030405", false},
-		{"../app-1.0.0-to-1.1.0-20260102T030405Z", false},
-		{"app-1.0.0-to-../1.1.0-20260102T030405Z", false},
-		{"app-1.0.0-to-1..1-20260102T030405Z", false},
-		{"app-1.0.0-to-1.1.0-20260102T030405Z;rm", false},
-		{"app-1.0.0 -to-1.1.0-20260102T030405Z", false},
-		{"App-1.0.0-to-1.1.0-20260102T030405Z", false},
-	}
-	for _, tt := range tests {
-		if err := checkBackupID(tt.id); (err == nil) != tt.ok {
-			t.Errorf("checkBackupID(%q) = %v, want ok %v", tt.id, err, tt.ok)
-		}
-	}
-}
-
 // TestKeepCurrentTwice keeps the state twice within a second: the second archive waits for a
 // name of its own rather than replacing the first.
 func TestKeepCurrentTwice(t *testing.T) {
 	t.Parallel()
 	f := newBackupFixture(t, "false")
-	lay, err := Layout(f.cfg)
+	first, _, err := keepState(context.Background(), f.cfg, f.scope(), "1.0.0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Run{Config: f.cfg, Layout: lay}
-	first, err := keepCurrent(context.Background(), r, "1.0.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := keepCurrent(context.Background(), r, "1.0.0")
+	second, _, err := keepState(context.Background(), f.cfg, f.scope(), "1.0.0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first == second {
-		t.Fatalf("keepCurrent twice wrote %s both times", first)
+		t.Fatalf("keepState twice wrote %s both times", first)
 	}
 	for _, p := range []string{first, second} {
-		m, err := ReadManifest(p)
-		if err != nil || m.From != "1.0.0" || len(m.Links) != 2 {
+		m, err := archive.ReadManifest(p)
+		if err != nil || m.From != "1.0.0" || m.Kind != BackupBeforeRestore || len(m.Links) != 2 {
 			t.Errorf("ReadManifest(%s) = %+v, %v; want the kept state of 1.0.0 with its links", p, m, err)
 		}
 	}
 	if ids := f.backups(); len(ids) != 3 {
 		t.Errorf("backups = %v, want the fixture's and two kept ones", ids)
+	}
+}
+
+// rebackup takes the fixture's backup again, of the tree as it is now, a second later.
+func (f *backupFixture) rebackup() {
+	f.t.Helper()
+	m, err := archive.ReadManifest(f.archive)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m = archive.Manifest{Kind: BackupSwitch, App: "app", Run: 1, From: "1.0.0", To: "1.1.0", Created: m.Created.Add(time.Second)}
+	path, _, err := archive.Write(context.Background(), BackupDir(f.cfg), f.scope(), m)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.Remove(f.archive); err != nil {
+		f.t.Fatal(err)
+	}
+	f.archive, f.id = path, strings.TrimSuffix(filepath.Base(path), ".tar.gz")
+}
+
+// TestRestoreAttackBetweenCheckAndWrite is the audit's attack on `cutover backup restore`,
+// made deterministic by the runner's hold point at the restore stage: the check passed, the
+// current state is kept, and before the first write an unprivileged user who owns a
+// directory of the state swaps it for a link to a root-only directory. Before, root chmodded
+// the link's target to the archived 0777 and wrote the user's files into it. Now the restore
+// refuses, writes nothing and rolls back.
+func TestRestoreAttackBetweenCheckAndWrite(t *testing.T) {
+	a := newAttacker(t)
+	f := newBackupFixture(t, "false")
+	for d := f.root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mkdir("secret")
+	if err := os.Chmod(f.path("secret"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.write("secret/shadow", "root only\n", 0o600)
+	f.mkdir("var/lib/app/home")
+	f.write("var/lib/app/home/mine", "the user's\n", 0o644)
+	for _, p := range []string{"var/lib/app/home", "var/lib/app/home/mine"} {
+		if err := os.Lchown(f.path(p), int(a.uid), int(a.gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(f.path("var/lib/app/home"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f.rebackup()
+	if err := os.Chmod(f.path("var/lib/app"), 0o777); err != nil { // the user may rename in the state
+		t.Fatal(err)
+	}
+
+	hold := t.TempDir()
+	t.Setenv(HoldDirEnv, hold)
+	if err := os.MkdirAll(filepath.Join(hold, "hold"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hold, "hold", "restore"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		rep *RestoreReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := RestoreBackup(context.Background(), f.cfg, RestoreOptions{ID: f.id})
+		done <- result{rep, err}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(hold, "reached", "restore")); err == nil {
+			break
+		}
+		select {
+		case res := <-done:
+			t.Fatalf("the restore ended (%v) without reaching its restore stage", res.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restore did not reach its restore stage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.run(t, f.path("var/lib/app"), "mv home home.old && ln -s "+f.path("secret")+" home")
+	before := f.tree()
+	if err := os.Remove(filepath.Join(hold, "hold", "restore")); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err == nil || IsPastPONR(res.err) || !strings.Contains(res.err.Error(), "nothing was restored") || !strings.Contains(res.err.Error(), "/var/lib/app/home") {
+		t.Fatalf("RestoreBackup after the swap = %v; want refused, nothing restored, naming the directory", res.err)
+	}
+	t.Logf("refused: %v", res.err)
+	if after := f.tree(); after != before {
+		t.Errorf("the refused restore changed files:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if info, err := os.Stat(f.path("secret")); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("the root-only directory: %v, %v; want 0700 still", info.Mode(), err)
+	}
+	if entries, _ := os.ReadDir(f.path("secret")); len(entries) != 1 {
+		t.Errorf("the root-only directory holds %d files, want only its own", len(entries))
+	}
+	runs, err := journal.NewStore(JournalPath(f.cfg)).Runs(context.Background())
+	if err != nil || len(runs) != 1 || runs[0].Kind != "restore" || runs[0].Outcome != journal.RolledBack {
+		t.Errorf("journal = %+v, %v; want the restore, rolled back", runs, err)
+	}
+}
+
+// TestBackupStageSkipsSockets runs the backup stage with a unix socket and a fifo in the
+// state: before, one socket failed every upgrade at the backup stage without naming it; now
+// both are skipped and named, and the backup is taken.
+func TestBackupStageSkipsSockets(t *testing.T) {
+	t.Parallel()
+	f := newBackupFixture(t, "false")
+	l, err := net.Listen("unix", f.path("var/lib/app/s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := unix.Mkfifo(f.path("var/lib/app/queue/p"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An excluded directory is left out on purpose: listed, but no warning.
+	if err := os.MkdirAll(f.path("var/lib/app/export"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.path("var/lib/app/export/disk.img"), []byte("image"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg.Paths.BackupExclude = []string{f.path("var/lib/app/export")}
+	var warnings []string
+	lay, err := Layout(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{Config: f.cfg, Layout: lay, Target: Target{From: "1.0.0", To: "1.1.0", Direction: Up},
+		report: ReporterFunc(func(e Event) {
+			if e.Type == "warn" {
+				warnings = append(warnings, e.Message)
+			}
+		})}
+	if err := (backup{}).Run(context.Background(), r); err != nil {
+		t.Fatalf("backup stage with a socket and a fifo in the state = %v", err)
+	}
+	want := "backup: not archived (listed in the manifest): " + f.path("var/lib/app/queue/p") + " (fifo), " + f.path("var/lib/app/s") + " (socket)"
+	if len(warnings) != 1 || warnings[0] != want {
+		t.Errorf("warnings = %q, want %q", warnings, want)
+	}
+	m, err := archive.ReadManifest(r.Backup)
+	if err != nil || len(m.Skipped) != 3 || m.Count(archive.TypeFile) != 3 {
+		t.Errorf("the backup's manifest: %+v, %v; want 3 files, both special files and the excluded directory listed", m, err)
+	}
+}
+
+// attackerName is the throwaway system user the attack tests act as: an unprivileged local
+// user who owns a directory in the application's state, like the audit's uid nobody.
+// upgrade/backup's tests have their own, so that the two packages' tests never race on it.
+const attackerName = "cutover-atk-upgrade"
+
+// attacker is that user.
+type attacker struct{ uid, gid uint32 }
+
+// newAttacker returns the unprivileged user, creating it (as test/setup.sh creates
+// cutover-test) when running as root, and removing it when the test ends. Without root the
+// test is skipped, except under CI=true, where it fails: CI must run the attacks.
+func newAttacker(t *testing.T) attacker {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this attack test needs root under CI=true: it creates an unprivileged user and acts as it")
+		}
+		t.Skip("needs root: it creates an unprivileged user and acts as it (under CI=true this fails instead)")
+	}
+	u, err := user.Lookup(attackerName)
+	if err != nil {
+		var made error
+		for i := 0; i < 10; i++ {
+			out, err := exec.Command("useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+				"--shell", "/usr/sbin/nologin", attackerName).CombinedOutput()
+			if err == nil {
+				t.Cleanup(func() { _ = exec.Command("userdel", attackerName).Run() })
+				break
+			}
+			made = fmt.Errorf("useradd %s: %v: %s", attackerName, err, out)
+			time.Sleep(200 * time.Millisecond) // another package's test may hold /etc/passwd
+		}
+		if u, err = user.Lookup(attackerName); err != nil {
+			t.Fatalf("create the unprivileged user %s: %v; %v", attackerName, err, made)
+		}
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return attacker{uint32(uid), uint32(gid)}
+}
+
+// run runs a shell script as the attacker, in dir.
+func (a attacker) run(t *testing.T, dir, script string) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: []uint32{}}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("as %s in %s: %s: %v\n%s", attackerName, dir, script, err, out)
 	}
 }

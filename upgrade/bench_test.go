@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,19 +20,43 @@ import (
 // The benchmarks compare a whole cutover run over real sshd nodes with the same fan-out done
 // by pdsh, one new OpenSSH connection per node per round:
 //
-//	go test -run '^$' -bench . -benchtime 3x ./upgrade/
+//	CUTOVER_BENCH_NODES=8,32,64,128,256 go test -run '^$' -bench . -benchtime 1x ./upgrade/
 //
 // One BenchmarkUpgradeRun op is an upgrade and a downgrade, two runs of the cutover binary
-// (s/upgrade, s/downgrade); it reports the binary's peak resident memory (MB-peak-rss) and
-// its CPU time (cpu-s-cutover). One BenchmarkPdshRounds op is ten rounds of pdsh (s/round;
+// (s/upgrade, s/downgrade); it reports the binary's peak resident memory (MB-peak-rss), its
+// CPU time (cpu-s-cutover) and share of the CPU the run cost with the nodes' sshd
+// (cpu-share-cutover), and the downtime window of a run, first daemon stop to last daemon
+// start (s-downtime). One BenchmarkPdshRounds op is ten rounds of pdsh (s/round;
 // cpu-s-client is pdsh's and its ssh clients' CPU time). Both report the CPU time the sshd
 // servers spent (cpu-s-sshd): on one host the nodes share the client's cores, so that time
 // is part of the run's time here and would be spent on the nodes in a real cluster.
 // BenchmarkPdshRounds runs first; BenchmarkUpgradeRun then also reports its time as a
 // fraction of the pdsh rounds over as many nodes (x-of-pdsh).
 
-// benchNodes are the cluster sizes measured, sshd nodes besides the master.
-var benchNodes = []int{8, 32}
+// benchNodes are the cluster sizes measured, sshd nodes besides the master: 8 and 32, or the
+// comma-separated sizes in CUTOVER_BENCH_NODES (make bench measures 8 to 256).
+var benchNodes = sizesFromEnv("CUTOVER_BENCH_NODES", []int{8, 32})
+
+// sizesFromEnv reads a comma-separated list of cluster sizes from the environment variable
+// name, or returns def when it is unset; a malformed list panics, as a benchmark's setup may.
+func sizesFromEnv(name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			panic(fmt.Sprintf("%s=%q: want sizes such as 8,32,64", name, v))
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// downtimeRE finds the downtime window in a run's last line ("daemons down 0.4s").
+var downtimeRE = regexp.MustCompile(`daemons down ([0-9.]+)s`)
 
 // pdshRounds is how many rounds of pdsh one BenchmarkPdshRounds op runs.
 const pdshRounds = 10
@@ -84,7 +109,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			sc := newSSHCluster(b, c, 32)
 			ctx := context.Background()
 			var peak int64
-			var up, down, cpu time.Duration
+			var up, down, cpu, downtime time.Duration
 			sshd := sshdCPU(b)
 			for b.Loop() {
 				for _, to := range []string{"1.1.0", "1.0.0"} {
@@ -97,6 +122,10 @@ func BenchmarkUpgradeRun(b *testing.B) {
 					}
 					peak = max(peak, run.maxRSS)
 					cpu += run.cpu
+					if m := downtimeRE.FindStringSubmatch(run.stdout); m != nil {
+						d, _ := strconv.ParseFloat(m[1], 64)
+						downtime += time.Duration(d * float64(time.Second))
+					}
 					if to == "1.1.0" {
 						up += run.wall
 					} else {
@@ -108,7 +137,12 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			b.ReportMetric(up.Seconds()/float64(b.N), "s/upgrade")
 			b.ReportMetric(down.Seconds()/float64(b.N), "s/downgrade")
 			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s-cutover")
-			b.ReportMetric(sshd().Seconds()/float64(b.N), "cpu-s-sshd")
+			sshdTime := sshd()
+			b.ReportMetric(sshdTime.Seconds()/float64(b.N), "cpu-s-sshd")
+			// cutover's own share of the CPU the run cost, its nodes' sshd included.
+			b.ReportMetric(cpu.Seconds()/(cpu+sshdTime).Seconds(), "cpu-share-cutover")
+			// The downtime window, first daemon stop to last daemon start, per run.
+			b.ReportMetric(downtime.Seconds()/float64(2*b.N), "s-downtime")
 			pdshTime.Lock()
 			pdsh, ok := pdshTime.perOp[n]
 			pdshTime.Unlock()

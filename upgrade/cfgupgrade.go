@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/cfgupgrade"
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // CfgupgradeOptions are what the operator asked of `cutover cfgupgrade`.
@@ -33,7 +34,7 @@ type CfgupgradeReport struct {
 // Cfgupgrade migrates the master's application config by hand, as Ganeti's cfgupgrade does:
 // up to the live version, or with Downgrade to the previous minor, with the newer version's
 // migrations. It refuses while a run is pending and holds the run lock while it writes.
-func Cfgupgrade(ctx context.Context, cfg *Config, opts CfgupgradeOptions) (*CfgupgradeReport, error) {
+func Cfgupgrade(ctx context.Context, cfg *config.Config, opts CfgupgradeOptions) (*CfgupgradeReport, error) {
 	if opts.To != "" {
 		if err := layout.ValidVersion(opts.To); err != nil {
 			return nil, badInput(fmt.Errorf("--to: %w", err))

@@ -9,9 +9,15 @@ type configDowngrade struct{}
 
 func (configDowngrade) Name() string { return "config-downgrade" }
 
+func (configDowngrade) Where() Where { return OnMaster }
+
 func (configDowngrade) Skip(r *Run) bool { return r.Direction != Down }
 
-func (configDowngrade) PONR(r *Run) bool { return r.Direction == Down }
+func (configDowngrade) PONR(d Direction) bool { return d == Down }
+
+// RestartAt makes a downgrade resumed past its point of no return start here: the config
+// migration checks whether it is already done.
+func (configDowngrade) RestartAt(d Direction, past bool) bool { return past && d == Down }
 
 func (configDowngrade) Run(ctx context.Context, r *Run) error {
 	return migrateConfig(ctx, r, r.Config.Config.DowngradeCommand)

@@ -8,9 +8,11 @@ type configUpgrade struct{}
 
 func (configUpgrade) Name() string { return "config-upgrade" }
 
+func (configUpgrade) Where() Where { return OnMaster }
+
 func (configUpgrade) Skip(r *Run) bool { return r.Direction != Up }
 
-func (configUpgrade) PONR(r *Run) bool { return r.Direction == Up }
+func (configUpgrade) PONR(d Direction) bool { return d == Up }
 
 func (configUpgrade) Run(ctx context.Context, r *Run) error {
 	return migrateConfig(ctx, r, r.Config.Config.UpgradeCommand)

@@ -16,13 +16,22 @@ type drain struct{}
 
 func (drain) Name() string { return "drain" }
 
+func (drain) Where() Where { return OnMaster }
+
 func (drain) Skip(r *Run) bool { return r.Config.Commands.QueueDrain == "" }
+
+// RestartAt makes a run resumed before its point of no return start again here, once
+// everything every execution did has been undone.
+func (drain) RestartAt(_ Direction, past bool) bool { return !past }
 
 // drainPoll is how often the queue is asked how many jobs it still has.
 var drainPoll = time.Second
 
 func (drain) Run(ctx context.Context, r *Run) error {
 	cmds := r.Config.Commands
+	if err := r.awaitDaemons(ctx); err != nil {
+		return err
+	}
 	was := "no"
 	if cmds.QueueDrained != "" {
 		drained, err := probe(ctx, r, cmds.QueueDrained)
@@ -54,9 +63,9 @@ func (drain) Run(ctx context.Context, r *Run) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the queue still has %d jobs after drain_timeout %s", n, r.Config.Policy.DrainTimeout)
+			return fmt.Errorf("the queue still has %s after drain_timeout %s", plural(n, "job"), r.Config.Policy.DrainTimeout)
 		}
-		r.Wait("waiting for %d jobs to finish", n)
+		r.Wait("waiting for %s to finish", plural(n, "job"))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -64,16 +73,17 @@ func (drain) Run(ctx context.Context, r *Run) error {
 		}
 	}
 	if was == "yes" {
-		r.Note("was drained before; waited for %d jobs", first)
+		r.Note("was drained before; waited for %s", plural(first, "job"))
 	} else {
-		r.Note("waited for %d jobs", first)
+		r.Note("waited for %s", plural(first, "job"))
 	}
 	return nil
 }
 
-// Undo undrains the queue unless it was drained before the run.
+// Undo undrains the queue only when the run learned that it was not drained before: a
+// probe cut short learned nothing, and then the drain never ran, so there is nothing to undo.
 func (drain) Undo(ctx context.Context, r *Run) error {
-	if v, _ := r.Fact(factQueueDrained); v == "yes" {
+	if v, _ := r.Fact(factQueueDrained); v != "no" {
 		return nil
 	}
 	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.QueueUndrain)

@@ -8,6 +8,8 @@ type ensureDirs struct{}
 
 func (ensureDirs) Name() string { return "ensure-dirs" }
 
+func (ensureDirs) Where() Where { return OnAll }
+
 func (ensureDirs) Skip(r *Run) bool { return r.Config.Commands.EnsureDirs == "" }
 
 func (ensureDirs) Run(ctx context.Context, r *Run) error {

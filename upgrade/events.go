@@ -11,11 +11,12 @@ import (
 // object per line.
 type Event struct {
 	Time     time.Time     `json:"time"`
-	Type     string        `json:"type"` // "run", "stage", "undo", "wait", "warn", "done"
+	Type     string        `json:"type"` // "run", "stage", "undo", "batch", "wait", "warn", "done"
 	Run      uint64        `json:"run,omitempty"`
 	Stage    string        `json:"stage,omitempty"`
 	Index    int           `json:"index,omitempty"`
 	Total    int           `json:"total,omitempty"`
+	Where    string        `json:"where,omitempty"` // master, all or others: where the stage works
 	State    string        `json:"state,omitempty"` // started, ok, failed, skipped, undone, undo-failed
 	OK       int           `json:"ok,omitempty"`    // nodes that succeeded, for fan-out stages
 	Of       int           `json:"of,omitempty"`    // nodes worked on, for fan-out stages
@@ -23,6 +24,11 @@ type Event struct {
 	PONR     bool          `json:"ponr,omitempty"`
 	Message  string        `json:"message,omitempty"`
 	Nodes    []NodeReport  `json:"nodes,omitempty"`
+	// Batch and Batches place a rolling run's batch event ("batch"): its number and how many
+	// there are; Canary marks a canary's batch.
+	Batch   int  `json:"batch,omitempty"`
+	Batches int  `json:"batches,omitempty"`
+	Canary  bool `json:"canary,omitempty"`
 }
 
 // nodeReports converts the journal's node results for an event.

@@ -3,15 +3,16 @@ package upgrade
 import (
 	"context"
 	"fmt"
-
-	"github.com/cutover/cutover/journal"
 )
 
-// finish verifies the cluster and then removes the intent, last of all: a run whose intent is
-// gone is complete. A run with a failed stage keeps its intent for `cutover upgrade --resume`.
+// finish verifies the cluster at the end of a run. When it and every stage before it
+// succeeded, the runner records the run as done and then removes the intent, last of all; a
+// run with a failed stage keeps its intent for `cutover upgrade --resume`.
 type finish struct{}
 
 func (finish) Name() string { return "finish" }
+
+func (finish) Where() Where { return OnMaster }
 
 func (finish) Run(ctx context.Context, r *Run) error {
 	if cmd := r.Config.Commands.Verify; cmd != "" {
@@ -22,5 +23,5 @@ func (finish) Run(ctx context.Context, r *Run) error {
 	if failed := r.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%s failed: the intent is kept", joinNames(failed))
 	}
-	return journal.RemoveIntent(r.intentPath())
+	return nil
 }

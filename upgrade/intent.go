@@ -7,36 +7,47 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // intent writes the intent file: from here on, a crash or a reboot leaves a record that
-// `cutover upgrade --resume` continues from.
+// `cutover upgrade --resume` continues from. The file names the run, its versions, the
+// application, the configuration and the state directory, so that a resume with another
+// configuration is refused.
 type intent struct{}
 
 func (intent) Name() string { return "intent" }
 
-// FirstWrite marks intent as the first stage that changes anything.
-func (intent) FirstWrite() {}
+func (intent) Where() Where { return OnMaster }
 
 func (intent) Run(ctx context.Context, r *Run) error {
 	host, _ := os.Hostname()
-	return journal.WriteIntent(r.intentPath(), journal.Intent{
+	err := journal.WriteIntent(r.intentPath(), journal.Intent{
 		RunID: r.ID, From: r.From, To: r.To, Direction: string(r.Direction),
 		Host: host, PID: os.Getpid(), Created: time.Now().UTC(),
+		App: r.Config.App, Config: r.Config.File, StateDir: r.Config.Paths.StateDir,
 	})
+	crashPoint(false, "intent written")
+	return err
 }
 
-// Undo removes the intent, unless an undo step failed: the cluster is then not as before,
-// and the intent keeps the run visible for `cutover upgrade --abort`.
-func (intent) Undo(ctx context.Context, r *Run) error {
-	if r.UndoFailed() {
-		r.Warn("an undo step failed: the intent is kept")
-		return nil
-	}
-	return journal.RemoveIntent(r.intentPath())
+// Undo removes the intent. The runner calls it last, after the journal records how the run
+// ended, so that a crash in between leaves an intent whose run the journal already calls
+// finished: the next resume recognises it and only removes the intent.
+func (intent) Undo(ctx context.Context, r *Run) error { return releaseIntent(r) }
+
+// Releases marks the stage whose undo ends the run as pending: the runner records the run's
+// outcome before it, and calls it after the last stage of a successful run too.
+func (intent) Releases() {}
+
+// releaseIntent removes the run's intent file.
+func releaseIntent(r *Run) error {
+	err := journal.RemoveIntent(r.intentPath())
+	crashPoint(false, "intent removed")
+	return err
 }
 
 func (r *Run) intentPath() string { return IntentPath(r.Config) }
 
 // IntentPath is where the intent file of a cluster lives.
-func IntentPath(c *Config) string { return filepath.Join(c.Paths.StateDir, "intent.json") }
+func IntentPath(c *config.Config) string { return filepath.Join(c.Paths.StateDir, "intent.json") }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // JournalOptions say what `cutover journal` shows.
@@ -39,7 +40,7 @@ type RunReport struct {
 	PID       int       `json:"pid"`
 	Started   time.Time `json:"started"`
 	Ended     time.Time `json:"ended,omitzero"`
-	// Duration is how long the run took; zero while it has not ended.
+	// config.Duration is how long the run took; zero while it has not ended.
 	Duration time.Duration `json:"duration_ns"`
 	// Outcome is how the run ended (done, rolled-back, failed, aborted, archived), or
 	// "running" while a cutover process holds the run lock, or "interrupted" for a run that
@@ -91,7 +92,7 @@ const (
 // and without writing anything, so it works while a run is going. A journal that does not
 // exist yet has no runs. A malformed run id, or one the journal does not hold, is refused
 // as bad input (IsBadInput).
-func ReadJournal(ctx context.Context, cfg *Config, opts JournalOptions) (*JournalReport, error) {
+func ReadJournal(ctx context.Context, cfg *config.Config, opts JournalOptions) (*JournalReport, error) {
 	rep := &JournalReport{Path: JournalPath(cfg), Runs: []RunReport{}}
 	store := journal.NewStore(rep.Path)
 	pending, running := runState(cfg)
@@ -137,7 +138,7 @@ func ParseRunID(s string) (uint64, error) {
 
 // runState returns the run the intent names (0 for none) and whether a process holds the
 // run lock. Neither is an error: what they cannot tell is shown as not pending, not running.
-func runState(cfg *Config) (pending uint64, running bool) {
+func runState(cfg *config.Config) (pending uint64, running bool) {
 	if in, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
 		pending = in.RunID
 	}

@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // testConfig parses a one-node config whose paths are under root and whose master is this
 // host. verify is the configured verify command.
-func testConfig(t *testing.T, root, verify string) *Config {
+func testConfig(t *testing.T, root, verify string) *config.Config {
 	t.Helper()
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`app = "app"
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`app = "app"
 version_dirs = "full"
 [paths]
 libdir = "%[1]s/usr/lib"

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cutover/cutover/cfgupgrade"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // configSpec says where the application's config keeps its version.
@@ -27,7 +29,7 @@ func (r *Run) migrations() ([]cfgupgrade.Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	migs, err := cfgupgrade.LoadMigrations(filepath.Join(share, "cutover", "migrations"))
+	migs, err := cfgupgrade.LoadMigrationsWith(filepath.Join(share, "cutover", "migrations"), config.ReadTrusted)
 	if err != nil {
 		return nil, fmt.Errorf("config migrations of %s: %w", newer, err)
 	}
@@ -40,14 +42,17 @@ func (r *Run) migrations() ([]cfgupgrade.Migration, error) {
 // before the point of no return.
 func migrateConfig(ctx context.Context, r *Run, command string) error {
 	spec := r.configSpec()
-	if v, err := cfgupgrade.ReadVersion(spec); err == nil && v == r.To {
+	var note string // what the stage did, for its line of output
+	if v, err := cfgupgrade.ReadVersion(spec); err == nil && r.configAt(v, r.To) {
 		// A resumed run finds the config migrated by its earlier execution: the world wins.
 		if !r.doneBefore(r.currentStage()) {
 			r.log.Printf("config: %s is already at %s although the journal does not record the migration as done", spec.File, v)
 		}
-		r.Note("already at %s", v)
+		note = fmt.Sprintf("already at %s", v)
 	} else if r.Config.Config.Migrate == "exec" {
+		crashPoint(true, "config: %s started", command)
 		rep, err := cfgupgrade.RunExec(ctx, spec, r.expand(command, r.Inventory.Master), r.To)
+		crashPoint(false, "config: %s finished", command)
 		r.log.Printf("config: %s: %s -> %s", command, rep.From, rep.To)
 		if err != nil {
 			if cfgupgrade.Unchanged(err) {
@@ -55,13 +60,14 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 			}
 			return fmt.Errorf("%s: %w", r.Inventory.Master, err)
 		}
-		r.Note("%s -> %s by %s", rep.From, rep.To, command)
+		note = fmt.Sprintf("%s -> %s by %s", rep.From, rep.To, command)
 	} else {
 		migs, err := r.migrations()
 		if err != nil {
 			return notCrossed(err)
 		}
 		rep, bak, err := cfgupgrade.Apply(spec, r.From, r.To, migs, cfgupgrade.Options{})
+		crashPoint(false, "config: migrated %s", spec.File)
 		if err != nil {
 			if v, verr := cfgupgrade.ReadVersion(spec); verr == nil && minorOf(v) == minorOf(r.From) {
 				return notCrossed(err)
@@ -69,17 +75,35 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 			return err
 		}
 		r.log.Printf("config: %s -> %s in %d steps, backup %s\n%s", rep.From, rep.To, len(rep.Steps), bak, rep.Diff)
-		r.Note("%s (%s -> %s)", plural(len(rep.Steps), "step"), minorOf(r.From), minorOf(r.To))
+		note = fmt.Sprintf("%s (%s -> %s)", plural(len(rep.Steps), "step"), minorOf(r.From), minorOf(r.To))
 	}
-	if r.Config.Commands.RedistConf == "" {
-		return redistribute(ctx, r)
+	if r.Config.Commands.RedistConf == "" && len(r.Config.Config.Redistribute) > 0 && len(r.Others()) > 0 {
+		if err := redistribute(ctx, r); err != nil {
+			r.Note("%s", note)
+			return err
+		}
+		note += "; copied to " + plural(len(r.Others()), "node")
 	}
+	r.Note("%s", note)
 	return nil
 }
 
+// configAt reports whether a config at version v is at version want: the same version, or
+// with version_dirs = "minor" the same minor (such a config names no patch release).
+func (r *Run) configAt(v, want string) bool {
+	if r.Config.VersionDirs == "minor" {
+		return minorOf(v) == minorOf(want)
+	}
+	return v == want
+}
+
+// plural says a count in words: "1 job", "3 jobs", "2 directories".
 func plural(n int, what string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return "1 " + what
+	case strings.HasSuffix(what, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }

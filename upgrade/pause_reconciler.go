@@ -13,6 +13,8 @@ type pauseReconciler struct{}
 
 func (pauseReconciler) Name() string { return "pause-reconciler" }
 
+func (pauseReconciler) Where() Where { return OnMaster }
+
 func (pauseReconciler) Skip(r *Run) bool { return r.Config.Commands.ReconcilerPause == "" }
 
 func (pauseReconciler) Run(ctx context.Context, r *Run) error {
@@ -37,9 +39,10 @@ func (pauseReconciler) Run(ctx context.Context, r *Run) error {
 	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.ReconcilerPause)
 }
 
-// Undo lets the reconciler continue unless it was paused before the run.
+// Undo lets the reconciler continue only when the run learned that it was not paused
+// before: a probe cut short learned nothing, and then the pause never ran.
 func (pauseReconciler) Undo(ctx context.Context, r *Run) error {
-	if v, _ := r.Fact(factReconcilerPause); v == "yes" {
+	if v, _ := r.Fact(factReconcilerPause); v != "no" {
 		return nil
 	}
 	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.ReconcilerContinue)

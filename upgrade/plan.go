@@ -8,6 +8,7 @@ import (
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // PlanOptions are what the operator asked of `cutover plan`: the same target and forced
@@ -55,36 +56,15 @@ type Check struct {
 type PlannedStage struct {
 	Index int    // 1-based position in the stage machine
 	Name  string // as the journal and the output name it
-	Where string // "master", "all" (every online node) or "others" (every online node but the master)
+	// Where is "master", "all" (every online node), "others" (every online node but the
+	// master), or in a rolling run "canary" (one canary alone) or "batch" (one batch's nodes).
+	Where string
 	Nodes []string
 	// Skipped is true when the stage has nothing to do in this run (config-downgrade in an
 	// upgrade, drain without a queue_drain command).
 	Skipped bool
 	// PONR is true for the stage that is the run's point of no return.
 	PONR bool
-}
-
-// stageWhere says where each stage of Stages works (the table of DESIGN §4).
-var stageWhere = map[string]string{
-	"preflight":        "master",
-	"verify-installed": "all",
-	"intent":           "master",
-	"drain":            "master",
-	"pause-reconciler": "master",
-	"stop-master":      "master",
-	"reverify":         "all",
-	"stop-nodes":       "others",
-	"backup":           "master",
-	"config-downgrade": "master",
-	"switch":           "all",
-	"config-upgrade":   "master",
-	"ensure-dirs":      "all",
-	"start":            "all",
-	"redist-conf":      "master",
-	"restart":          "all",
-	"undrain":          "master",
-	"post-upgrade":     "master",
-	"finish":           "master",
 }
 
 // Plan runs every check `cutover upgrade --to` would run, on every node, and lists the stages
@@ -95,16 +75,17 @@ var stageWhere = map[string]string{
 // An error means the plan could not be made: bad input (IsBadInput), not on the master
 // (IsNotMaster), a node list that cannot be loaded. A refused run is not an error: the report
 // says so (Proceed is false).
-func Plan(ctx context.Context, cfg *Config, opts PlanOptions) (*PlanReport, error) {
+func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanReport, error) {
 	force, err := checkTarget(opts.To, opts.Force)
 	if err != nil {
 		return nil, err
 	}
-	r, cleanup, err := look(ctx, cfg, nil, opts.Hostname)
+	s, err := openSession(ctx, cfg, modeLook, sessionOptions{Hostname: opts.Hostname, HostCheck: true})
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
+	defer s.Close()
+	r := s.r
 	r.To, r.Force = opts.To, force
 	p := &PlanReport{App: cfg.App, To: opts.To, Master: r.Inventory.Master, Nodes: names(r.Online), Offline: names(r.Offline)}
 	master := r.Inventory.Master
@@ -112,11 +93,11 @@ func Plan(ctx context.Context, cfg *Config, opts PlanOptions) (*PlanReport, erro
 	p.add(lockCheck(cfg))
 	p.add(pendingCheck(cfg, opts.To))
 	live := checkResult{name: "live-version", node: master}
-	if r.From, err = liveVersion(ctx, r); err != nil {
+	if from, err := liveVersion(ctx, r); err != nil {
 		live.err = err
-		r.From = ""
-	} else if r.Direction, err = direction(r.From, r.To); err != nil {
+	} else if r.Target, err = newTarget(r.Layout, from, opts.To); err != nil {
 		live.err = err
+		r.From = from
 	} else {
 		live.note = fmt.Sprintf("%s runs %s", cfg.App, r.From)
 	}
@@ -145,6 +126,11 @@ func Plan(ctx context.Context, cfg *Config, opts PlanOptions) (*PlanReport, erro
 	}
 	for _, c := range installedChecks(ctx, r) {
 		p.add(c)
+	}
+	if err := r.planRolling(); err != nil {
+		p.add(checkResult{name: "strategy", err: err})
+	} else if r.Batches != nil {
+		p.add(checkResult{name: "strategy", note: fmt.Sprintf("rolling: %s", batchSummary(r.Batches))})
 	}
 	p.Stages = plannedStages(r)
 	p.finish()
@@ -181,7 +167,7 @@ func (p *PlanReport) finish() {
 
 // lockCheck looks at the run lock without taking it: a run would be refused while another
 // holds it.
-func lockCheck(cfg *Config) checkResult {
+func lockCheck(cfg *config.Config) checkResult {
 	c := checkResult{name: "lock", note: "no other run holds the lock"}
 	h, held, err := journal.ReadHolder(LockPath(cfg))
 	switch {
@@ -197,7 +183,7 @@ func lockCheck(cfg *Config) checkResult {
 
 // pendingCheck refuses while a run is pending: upgrade would resume it (same target) or
 // refuse to start another one.
-func pendingCheck(cfg *Config, to string) checkResult {
+func pendingCheck(cfg *config.Config, to string) checkResult {
 	c := checkResult{name: "pending", note: "no run is pending"}
 	in, err := journal.ReadIntent(IntentPath(cfg))
 	switch {
@@ -252,20 +238,22 @@ func (r *Run) StagePlan() []PlannedStage { return plannedStages(r) }
 // plannedStages lists the stage machine as it would run for r.
 func plannedStages(r *Run) []PlannedStage {
 	var out []PlannedStage
-	for i, st := range Stages() {
-		ps := PlannedStage{Index: i + 1, Name: st.Name(), Where: stageWhere[st.Name()]}
-		switch ps.Where {
-		case "master":
+	for i, st := range r.stages() {
+		ps := PlannedStage{Index: i + 1, Name: st.Name(), Where: string(st.Where())}
+		switch st.Where() {
+		case OnCanary, OnBatch:
+			ps.Nodes = st.(stageNodes).StageNodes()
+		case OnMaster:
 			ps.Nodes = []string{r.Inventory.Master}
-		case "all":
+		case OnAll:
 			ps.Nodes = names(r.Online)
-		case "others":
+		case OnOthers:
 			ps.Nodes = names(r.Others())
 		}
 		if s, ok := st.(skipper); ok && s.Skip(r) {
 			ps.Skipped, ps.Nodes = true, nil
 		}
-		if p, ok := st.(ponrStage); ok && p.PONR(r) {
+		if p, ok := st.(ponrStage); ok && p.PONR(r.Direction) {
 			ps.PONR = true
 		}
 		out = append(out, ps)

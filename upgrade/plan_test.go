@@ -15,41 +15,25 @@ import (
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
-func TestStageWhereCoversEveryStage(t *testing.T) {
-	seen := map[string]bool{}
-	for _, st := range Stages() {
-		seen[st.Name()] = true
-		switch w := stageWhere[st.Name()]; w {
-		case "master", "all", "others":
-		default:
-			t.Errorf("stage %s: where = %q, want master, all or others", st.Name(), w)
-		}
-	}
-	for name := range stageWhere {
-		if !seen[name] {
-			t.Errorf("stageWhere names %s, which is not a stage", name)
-		}
-	}
-}
-
 // planRun is a Run of three online nodes and one offline, without connections.
-func planRun(t *testing.T, d Direction, cmds CommandsConfig) *Run {
+func planRun(t *testing.T, d Direction, cmds config.CommandsConfig) *Run {
 	t.Helper()
 	inv, err := nodes.NewInventory("node1", []nodes.Node{{Name: "node1"}, {Name: "node2"}, {Name: "node3"}, {Name: "node4", Offline: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Run{Direction: d, Config: &Config{Commands: cmds}, Inventory: inv, Online: inv.Online(), Offline: inv.Offline()}
+	return &Run{Target: Target{Direction: d}, Config: &config.Config{Commands: cmds}, Inventory: inv, Online: inv.Online(), Offline: inv.Offline()}
 }
 
 func TestPlannedStages(t *testing.T) {
-	all := CommandsConfig{QueueDrain: "d", ReconcilerPause: "p", EnsureDirs: "e", RedistConf: "r", PostUpgrade: "u"}
+	all := config.CommandsConfig{QueueDrain: "d", ReconcilerPause: "p", EnsureDirs: "e", RedistConf: "r", PostUpgrade: "u"}
 	tests := []struct {
 		name     string
 		dir      Direction
-		cmds     CommandsConfig
+		cmds     config.CommandsConfig
 		ponr     string
 		skipped  []string
 		nodesFor map[string][]string
@@ -60,7 +44,7 @@ func TestPlannedStages(t *testing.T) {
 		}},
 		{"downgrade", Down, all, "config-downgrade", []string{"config-upgrade"}, map[string][]string{"config-downgrade": {"node1"}}},
 		{"same minor", Same, all, "switch", []string{"config-downgrade", "config-upgrade"}, nil},
-		{"no optional commands", Up, CommandsConfig{}, "config-upgrade",
+		{"no optional commands", Up, config.CommandsConfig{}, "config-upgrade",
 			[]string{"drain", "pause-reconciler", "config-downgrade", "ensure-dirs", "redist-conf", "restart", "post-upgrade"}, nil},
 	}
 	for _, tt := range tests {
@@ -161,7 +145,7 @@ func (d dateDialer) Conn(_ context.Context, node string) (Conn, error) {
 }
 
 func TestClockChecks(t *testing.T) {
-	r := planRun(t, Up, CommandsConfig{})
+	r := planRun(t, Up, config.CommandsConfig{})
 	r.Config.SSH.Parallel = 4
 	r.report = discard{}
 	r.dial = dateDialer{"node1": time.Hour, "node2": 0, "node3": 10 * time.Second}
@@ -205,7 +189,7 @@ func TestPlanReportFinish(t *testing.T) {
 
 func TestLockAndPendingChecks(t *testing.T) {
 	dir := t.TempDir()
-	cfg := &Config{Paths: PathsConfig{StateDir: filepath.Join(dir, "state")}}
+	cfg := &config.Config{Paths: config.PathsConfig{StateDir: filepath.Join(dir, "state")}}
 	if c := lockCheck(cfg); c.err != nil {
 		t.Errorf("lock check without a lock file: %v", c.err)
 	}

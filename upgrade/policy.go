@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/hashicorp/go-version"
+
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // TargetPolicy is what a target version's tree says about which versions may reach it:
@@ -21,13 +22,46 @@ type TargetPolicy struct {
 	// AllowedFrom is a version constraint (">= 2.16, < 3.0") of sources admitted even where
 	// the default policy would refuse them, such as a major hop.
 	AllowedFrom string `json:"allowed_from"`
+	// RollingFrom is a version constraint (">= 1.1, < 1.3") of the versions that run side by
+	// side with this one: a rolling run between them is allowed. Without it, a rolling run
+	// across a minor version is refused.
+	RollingFrom string `json:"rolling_from"`
+}
+
+// CheckRolling decides whether a rolling run may move from one version to another: the
+// cluster runs both at once for a while, so the newer of the two must declare, in its
+// upgrade-policy.json (newer), that the older one runs beside it. A same-minor switch needs
+// nothing.
+func CheckRolling(from, to string, d Direction, newer *TargetPolicy) error {
+	if d == Same {
+		return nil
+	}
+	older, newest := from, to
+	if d == Down {
+		older, newest = to, from
+	}
+	if newer == nil || newer.RollingFrom == "" {
+		return fmt.Errorf("a rolling run from %s to %s runs both versions side by side, but %s's upgrade policy declares no rolling_from: use strategy.mode = \"all-at-once\"", from, to, newest)
+	}
+	c, err := version.NewConstraint(newer.RollingFrom)
+	if err != nil {
+		return fmt.Errorf("%s's upgrade policy: rolling_from %q: %w", newest, newer.RollingFrom, err)
+	}
+	v, err := version.NewVersion(older)
+	if err != nil {
+		return fmt.Errorf("version %q: %w", older, err)
+	}
+	if !c.Check(v) {
+		return fmt.Errorf("%s does not run side by side with %s (its rolling_from is %q): use strategy.mode = \"all-at-once\"", newest, older, newer.RollingFrom)
+	}
+	return nil
 }
 
 // CheckPath decides whether a cluster may move from one version to another: the default
 // policy (same major; any higher minor, or only the next one without allow_minor_jump; the
 // same minor either way; the previous minor down, or never), narrowed by the target's block
 // list and widened by its allowed sources. It returns every refusal.
-func CheckPath(from, to string, p PolicyConfig, target *TargetPolicy) []error {
+func CheckPath(from, to string, p config.PolicyConfig, target *TargetPolicy) []error {
 	f, err := version.NewVersion(from)
 	if err != nil {
 		return []error{fmt.Errorf("live version %q: %w", from, err)}
@@ -83,13 +117,16 @@ func direction(from, to string) (Direction, error) {
 }
 
 // loadTargetPolicy reads the target tree's upgrade-policy.json on the master; none is nil.
-func loadTargetPolicy(r *Run) (*TargetPolicy, error) {
-	_, share, err := r.Layout.Trees(r.To)
+func loadTargetPolicy(r *Run) (*TargetPolicy, error) { return loadPolicy(r, r.To) }
+
+// loadPolicy reads the upgrade-policy.json of version v's tree on the master; none is nil.
+func loadPolicy(r *Run, v string) (*TargetPolicy, error) {
+	_, share, err := r.Layout.Trees(v)
 	if err != nil {
 		return nil, err
 	}
 	file := filepath.Join(share, "cutover", "upgrade-policy.json")
-	data, err := os.ReadFile(file)
+	data, err := config.ReadTrusted(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

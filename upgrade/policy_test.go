@@ -3,15 +3,17 @@ package upgrade
 import (
 	"strings"
 	"testing"
+
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 func TestCheckPath(t *testing.T) {
-	jump := PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor"}
-	noJump := PolicyConfig{AllowMinorJump: false, Downgrade: "previous-minor"}
-	never := PolicyConfig{AllowMinorJump: true, Downgrade: "never"}
+	jump := config.PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor"}
+	noJump := config.PolicyConfig{AllowMinorJump: false, Downgrade: "previous-minor"}
+	never := config.PolicyConfig{AllowMinorJump: true, Downgrade: "never"}
 	tests := []struct {
 		from, to string
-		p        PolicyConfig
+		p        config.PolicyConfig
 		target   *TargetPolicy
 		refused  string // "" = allowed; else a word of the refusal
 	}{

@@ -8,6 +8,8 @@ type postUpgrade struct{}
 
 func (postUpgrade) Name() string { return "post-upgrade" }
 
+func (postUpgrade) Where() Where { return OnMaster }
+
 func (postUpgrade) Skip(r *Run) bool { return r.Config.Commands.PostUpgrade == "" }
 
 func (postUpgrade) Run(ctx context.Context, r *Run) error {

@@ -26,6 +26,12 @@ type preflight struct{}
 
 func (preflight) Name() string { return "preflight" }
 
+// ReadOnly marks a stage that changes nothing: a dry run runs it, and the operator confirms
+// after it.
+func (preflight) ReadOnly() {}
+
+func (preflight) Where() Where { return OnMaster }
+
 func (preflight) Run(ctx context.Context, r *Run) error {
 	var errs []error
 	for _, c := range masterChecks(r) {
@@ -81,6 +87,9 @@ func masterChecks(r *Run) []checkResult {
 		}
 		if len(errs) == 0 {
 			out = append(out, checkResult{name: "upgrade-path", note: fmt.Sprintf("%s -> %s (%s) is allowed", r.From, r.To, r.Direction)})
+		}
+		if r.Config.Strategy.IsRolling() {
+			out = append(out, rollingCheck(r, target))
 		}
 	}
 	if err := checkAppConfig(r); err != nil {
@@ -218,6 +227,11 @@ func checkAppConfig(r *Run) error {
 func checkDiskSpace(r *Run) (string, error) {
 	var need int64 = 16 << 20
 	for _, dir := range r.backupDirs() {
+		// A top-level directory that is a link (state on another disk) is followed, as
+		// the backup follows it.
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
 		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
 				if info, err := d.Info(); err == nil {

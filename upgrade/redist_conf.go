@@ -9,6 +9,8 @@ type redistConf struct{}
 
 func (redistConf) Name() string { return "redist-conf" }
 
+func (redistConf) Where() Where { return OnMaster }
+
 func (redistConf) Skip(r *Run) bool { return r.Config.Commands.RedistConf == "" }
 
 func (redistConf) Run(ctx context.Context, r *Run) error {

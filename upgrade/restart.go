@@ -10,24 +10,25 @@ import (
 // the application's redist_conf command redistributed after they started. Each node is
 // stopped and started on its own: a node that cannot be reached does not leave the others
 // stopped. When cutover copied the config itself (no redist_conf), it did so before the
-// daemons started, and a restart would only cost time: the stage is skipped.
+// daemons started, and a restart would only cost time: the stage is skipped. It ends when the
+// master's daemons answer.
 type restart struct{}
 
 func (restart) Name() string { return "restart" }
 
+func (restart) Where() Where { return OnAll }
+
 func (restart) Skip(r *Run) bool { return r.Config.Commands.RedistConf == "" }
 
 func (restart) Run(ctx context.Context, r *Run) error {
-	cmds := r.Config.Commands
-	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		for _, command := range []string{cmds.DaemonsStop, cmds.DaemonsStart} {
-			if command == "" {
-				continue
-			}
-			if _, err := c.RunShell(ctx, r.expand(command, n.Name)); err != nil {
-				return err
-			}
+	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		if err := r.daemonsOn(ctx, c, n.Name, false); err != nil {
+			return err
 		}
-		return nil
+		return r.daemonsOn(ctx, c, n.Name, true)
 	})
+	if err != nil {
+		return err
+	}
+	return r.awaitDaemons(ctx)
 }

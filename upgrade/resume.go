@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // ResumeOptions are what `cutover upgrade --resume` needs besides the config.
@@ -30,36 +33,55 @@ var masterRetry = 2 * time.Second
 // Resume continues the run the intent file names. Without an intent it does nothing and
 // returns a Result with Nothing set: it runs at every boot. It goes on only if more than half
 // of all nodes name this host as master; if a majority names another host, the intent is
-// archived in the journal and removed (IsNotMaster). Before the point of no return the run is
-// redone from the drain; after it, the daemons are stopped everywhere first and the run goes
-// on from the switch, every stage checking the real state.
-func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, error) {
-	start := time.Now()
-	r, jr, cleanup, err := loadPending(ctx, cfg, opts.Reporter, opts.Hostname, false)
+// archived in the journal and removed (IsNotMaster). A run that was rolling back finishes its
+// undo and is never pushed forward. A run travelling forward before its point of no return
+// has everything every execution did undone, then is run again from the drain; past it, the
+// daemons are stopped everywhere first and the run goes on from the switch, every stage
+// checking the real state.
+func Resume(ctx context.Context, cfg *config.Config, opts ResumeOptions) (*Result, error) {
+	s, err := openSession(ctx, cfg, modePending, sessionOptions{Reporter: opts.Reporter, Hostname: opts.Hostname})
 	if err != nil {
 		return nil, err
 	}
-	if r == nil {
+	defer s.Close()
+	if s.intent == nil {
 		return &Result{App: cfg.App, Nothing: true}, nil
 	}
-	defer cleanup()
-	res := r.summary()
-
 	wait := opts.MasterWait
 	if wait == 0 {
 		wait = DefaultMasterWait
 	}
-	if err := confirmMaster(ctx, r, opts.Hostname, wait); err != nil {
+	return resume(ctx, s, opts.Hostname, wait)
+}
+
+// resume continues the pending run of s, which holds the run lock.
+func resume(ctx context.Context, s *session, hostname string, wait time.Duration) (*Result, error) {
+	start := time.Now()
+	r, jr := s.r, s.jr
+	res := r.summary()
+	if done, err := leftIntent(ctx, r, jr); done {
+		return res, err
+	}
+	if err := confirmMaster(ctx, r, s.intent.Host, hostname, wait); err != nil {
 		if IsNotMaster(err) {
 			r.log.Printf("run %d: %v: archived", r.ID, err)
 			if ferr := r.journal.Finish(ctx, r.ID, journal.Archived, time.Now()); ferr != nil {
 				return res, errors.Join(err, ferr)
 			}
-			if rerr := journal.RemoveIntent(IntentPath(cfg)); rerr != nil {
+			if rerr := releaseIntent(r); rerr != nil {
 				return res, errors.Join(err, rerr)
 			}
 			err = fmt.Errorf("%w; run %d was archived in the journal and its intent removed", err, r.ID)
 		}
+		return res, err
+	}
+	stages := r.stages()
+	rn := &Runner{Stages: stages}
+	if jr.Travel != journal.Forward {
+		r.log.Printf("run %d resumed while %s: finishing the undo", r.ID, jr.Travel)
+		r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("resuming run %d (%s -> %s): it was %s, the undo is finished", r.ID, r.From, r.To, jr.Travel)})
+		err := rn.Abort(ctx, r, jr.Travel)
+		res.Duration = time.Since(start)
 		return res, err
 	}
 	if jr.Outcome != journal.Running {
@@ -68,62 +90,48 @@ func Resume(ctx context.Context, cfg *Config, opts ResumeOptions) (*Result, erro
 			return res, fmt.Errorf("journal: %w", err)
 		}
 	}
-
-	stages := Stages()
-	rn := &Runner{Stages: stages}
-	ponr := ponrStageName(r.Direction)
-	r.log.Printf("run %d resumed: %s -> %s (%s), point of no return %s reached: %v", r.ID, r.From, r.To, r.Direction, ponr, jr.Reached(ponr))
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("resuming run %d: %s %s -> %s", r.ID, cfg.App, r.From, r.To)})
-	if jr.Reached(ponr) {
-		rn.Past = true
+	r.log.Printf("run %d resumed: %s -> %s (%s), past the point of no return: %v", r.ID, r.From, r.To, r.Direction, r.pastPONR)
+	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("resuming run %d: %s %s -> %s", r.ID, r.Config.App, r.From, r.To)})
+	switch {
+	case r.Batches != nil:
+		// A rolling run keeps its switched batches and goes on from the first stage no
+		// execution completed: the cluster serves meanwhile, mixed.
+		rn.Start = firstNotDone(stages, r)
+	case r.pastPONR:
 		rn.Prelude = []Stage{stopAll{}}
-		rn.Start = min(indexOf(stages, "switch"), indexOf(stages, ponr))
-	} else {
-		rn.Start = indexOf(stages, "drain")
-		for _, st := range stages[:rn.Start] {
-			if _, ok := r.prev[st.Name()]; ok {
-				rn.Done = append(rn.Done, st)
-			}
-		}
+		rn.Start = restartIndex(stages, r.Direction, r.pastPONR)
+	default:
+		rn.Redo = true
+		rn.Start = restartIndex(stages, r.Direction, r.pastPONR)
 	}
-	err = rn.Execute(ctx, r)
+	err := rn.Execute(ctx, r)
 	res.Backup = r.factValue("backup")
 	res.Duration = time.Since(start)
+	res.Downtime = r.downtime()
+	res.Batches = r.Batches
 	return res, err
 }
 
-// loadPending prepares the pending run the intent names: setup (with the master check by host
-// name when hostCheck is set), the run's journal record and facts, its log. Without an intent it
-// returns a nil Run and no error.
-func loadPending(ctx context.Context, cfg *Config, rep Reporter, hostname string, hostCheck bool) (*Run, journal.Run, func(), error) {
-	in, err := journal.ReadIntent(IntentPath(cfg))
-	if journal.NoIntent(err) {
-		return nil, journal.Run{}, nil, nil
+// leftIntent recognises a run the journal already calls finished whose intent a crash left
+// behind (the journal records the end before the intent goes): it removes the intent and
+// reports how the run ended. done is false for a run that is still pending.
+func leftIntent(ctx context.Context, r *Run, jr journal.Run) (done bool, err error) {
+	switch jr.Outcome {
+	case journal.Running, journal.FailedPastPONR:
+		return false, nil
 	}
-	if err != nil {
-		return nil, journal.Run{}, nil, err
+	r.log.Printf("run %d ended %s; removing the intent it left", r.ID, jr.Outcome)
+	if err := releaseIntent(r); err != nil {
+		return true, err
 	}
-	r, cleanup, err := setup(ctx, cfg, rep, hostname, hostCheck)
-	if err != nil {
-		return nil, journal.Run{}, nil, err
+	switch jr.Outcome {
+	case journal.Succeeded, journal.Aborted:
+		r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d was %s; its intent is removed", r.ID, jr.Outcome)})
+		return true, nil
+	case journal.Archived:
+		return true, notMaster(fmt.Errorf("run %d was archived: another host is the master", r.ID))
 	}
-	store := journal.NewStore(JournalPath(cfg))
-	jr, err := store.Run(ctx, in.RunID)
-	if err == nil {
-		r.log, err = openRunLog(cfg.Paths.StateDir, jr.ID)
-	}
-	if err != nil {
-		cleanup()
-		return nil, journal.Run{}, nil, fmt.Errorf("intent %s names run %d: %w", IntentPath(cfg), in.RunID, err)
-	}
-	r.ID, r.journal = jr.ID, store
-	r.From, r.To, r.Direction, r.Resumed = in.From, in.To, Direction(in.Direction), true
-	r.facts = jr.Facts
-	r.prev = map[string]journal.State{}
-	for _, e := range jr.Events {
-		r.prev[e.Stage] = e.State
-	}
-	return r, jr, func() { r.log.Close(); cleanup() }, nil
+	return true, fmt.Errorf("run %d had %s: %s is at %s; its intent is removed", r.ID, jr.Outcome, r.Config.App, r.From)
 }
 
 // summary is the Result of a run so far.
@@ -142,41 +150,33 @@ func (r *Run) factValue(key string) string {
 	return v
 }
 
-// ponrStageName names the stage that is the point of no return of a run in direction d.
-func ponrStageName(d Direction) string {
-	switch d {
-	case Up:
-		return "config-upgrade"
-	case Down:
-		return "config-downgrade"
-	}
-	return "switch"
-}
-
-func indexOf(stages []Stage, name string) int {
-	for i, st := range stages {
-		if st.Name() == name {
-			return i
-		}
-	}
-	return len(stages)
-}
-
 // confirmMaster asks every node, offline ones included, which host is the master, until more
-// than half of them name this host or wait runs out. A majority naming another host is an
-// IsNotMaster error; no majority either way keeps the run pending.
-func confirmMaster(ctx context.Context, r *Run, hostname string, wait time.Duration) error {
+// than half of them name this host or wait runs out. The run is archived (an IsNotMaster
+// error) only when a majority positively names another host: one that is neither this host's
+// name, nor the host that wrote the intent (intentHost), nor the configured master, so that a
+// host name not yet set at boot never archives a run. Anything else keeps the run pending:
+// the error is IsPastPONR (exit 3), and the next boot tries again. SIGINT and SIGTERM end the
+// wait the same way.
+func confirmMaster(ctx context.Context, r *Run, intentHost, hostname string, wait time.Duration) error {
 	if hostname == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return fmt.Errorf("host name: %w", err)
+			return pastPONR(fmt.Errorf("host name: %w; run %d stays pending", err, r.ID))
 		}
 		hostname = h
 	}
+	me := shortName(hostname)
 	if r.Config.Cluster.MasterCommand == "" {
-		return CheckMaster(r.Config, hostname)
+		if me == shortName(r.Config.Cluster.Master) {
+			return nil
+		}
+		return pastPONR(fmt.Errorf("this host is %s, not the configured master %s, and no master_command can ask the nodes: run %d stays pending; run 'cutover upgrade --resume' on the master", hostname, r.Config.Cluster.Master, r.ID))
 	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	maybeMe := map[string]bool{me: true, shortName(intentHost): true, shortName(r.Config.Cluster.Master): true}
 	all := r.Inventory.Nodes
+	half := len(all) / 2
 	deadline := time.Now().Add(wait)
 	for {
 		votes := map[string]int{}
@@ -197,19 +197,21 @@ func confirmMaster(ctx context.Context, r *Run, hostname string, wait time.Durat
 			r.mu.Unlock()
 			return err
 		})
-		me := shortName(hostname)
-		half := len(all) / 2
 		if votes[me] > half {
 			r.log.Printf("master check: %d of %d nodes name %s", votes[me], len(all), me)
 			return nil
 		}
 		for host, n := range votes {
-			if host != me && n > half {
+			if !maybeMe[host] && n > half {
 				return notMaster(fmt.Errorf("%d of %d nodes name %s as the master, not this host %s", n, len(all), host, hostname))
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no majority of the %d nodes confirms this host %s as the master (%d do, %d did not answer: %w); the run stays pending", len(all), hostname, votes[me], len(errs), errors.Join(errs...))
+			why := fmt.Sprintf("%d do, %d did not answer", votes[me], len(errs))
+			if ctx.Err() != nil {
+				why = "interrupted; " + why
+			}
+			return pastPONR(fmt.Errorf("no majority of the %d nodes confirms this host %s as the master (%s: %w); run %d stays pending", len(all), hostname, why, errors.Join(errs...), r.ID))
 		}
 		r.Wait("master check: %d of %d nodes name this host, waiting for more to answer", votes[me], len(all))
 		select {

@@ -14,6 +14,8 @@ type reverify struct{}
 
 func (reverify) Name() string { return "reverify" }
 
+func (reverify) Where() Where { return OnAll }
+
 func (reverify) Run(ctx context.Context, r *Run) error {
 	if cmd := r.Config.Cluster.NodesCommand; cmd != "" {
 		inv, err := nodes.LoadInventory(ctx, r.Config.Cluster.Master, nil, cmd)

@@ -12,6 +12,7 @@ import (
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // Direction says which way a run moves the cluster.
@@ -45,15 +46,17 @@ type Journal interface {
 	Record(ctx context.Context, runID uint64, ev journal.Event) (journal.Event, error)
 	SetFacts(ctx context.Context, runID uint64, facts map[string]string) (map[string]string, error)
 	SetOffline(ctx context.Context, runID uint64, nodes []string) error
+	SetTravel(ctx context.Context, runID uint64, t journal.Travel) error
+	SetPastPONR(ctx context.Context, runID uint64, past bool) error
 	Finish(ctx context.Context, runID uint64, outcome journal.Outcome, at time.Time) error
 }
 
 // Run is one run of the stage machine: what every stage reads, and what stages learn on the way.
 type Run struct {
-	ID        uint64
-	From, To  string
-	Direction Direction
-	Config    *Config
+	ID uint64
+	// Target is where the run goes: its versions, their directories and the direction.
+	Target
+	Config    *config.Config
 	Layout    *layout.Layout
 	Inventory *nodes.Inventory
 	Force     map[string]bool
@@ -63,6 +66,8 @@ type Run struct {
 	Backup string
 	// Resumed is true when the run continues an interrupted one.
 	Resumed bool
+	// Batches are the batches of a rolling run; nil for an all-at-once run.
+	Batches []Batch
 
 	dial    Dialer
 	journal Journal
@@ -73,9 +78,65 @@ type Run struct {
 	facts      map[string]string
 	stage      *stageState
 	failed     []string // stages that failed past the point of no return
+	tolerated  []string // batches that failed within the failure budget, with their nodes
 	undoFailed bool     // an undo step failed: the cluster is not as before
 	// prev are the stage states an earlier execution of this run left in the journal.
 	prev map[string]journal.State
+	// started are the stages any execution of this run started: what an undo undoes.
+	started map[string]bool
+	// pastPONR is whether an execution of this run crossed its point of no return.
+	pastPONR bool
+	// up is when each node's daemons last started in this execution.
+	up map[string]time.Time
+}
+
+// markStarted notes that stage started in this execution.
+func (r *Run) markStarted(stage string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started == nil {
+		r.started = map[string]bool{}
+	}
+	r.started[stage] = true
+}
+
+// wasStarted reports whether any execution of the run started stage.
+func (r *Run) wasStarted(stage string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started[stage]
+}
+
+// loadJournal takes over what the journal holds of an earlier execution of the run: its
+// facts, the states its stages reached, which of them started, and whether it crossed its
+// point of no return.
+func (r *Run) loadJournal(jr journal.Run) {
+	r.facts = jr.Facts
+	r.pastPONR = jr.PastPONR
+	r.prev = map[string]journal.State{}
+	r.started = map[string]bool{}
+	for _, e := range jr.Events {
+		r.prev[e.Stage] = e.State
+		if e.State == journal.Started {
+			r.started[e.Stage] = true
+		}
+	}
+}
+
+// setPastPONR records durably whether the run crossed its point of no return.
+func (r *Run) setPastPONR(ctx context.Context, past bool) error {
+	if r.journal == nil || r.ID == 0 {
+		return nil
+	}
+	return r.journal.SetPastPONR(context.WithoutCancel(ctx), r.ID, past)
+}
+
+// setTravel records durably the direction the run travels in.
+func (r *Run) setTravel(ctx context.Context, t journal.Travel) error {
+	if r.journal == nil || r.ID == 0 {
+		return nil
+	}
+	return r.journal.SetTravel(context.WithoutCancel(ctx), r.ID, t)
 }
 
 // currentStage names the stage running now.
@@ -96,6 +157,13 @@ func (r *Run) Failed() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.failed...)
+}
+
+// Tolerated lists the batches that failed within the failure budget so far, with their nodes.
+func (r *Run) Tolerated() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.tolerated...)
 }
 
 // UndoFailed reports whether an undo step failed, so that the intent must be kept.
@@ -369,12 +437,41 @@ type loggedConn struct {
 }
 
 func (c *loggedConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
+	crashPoint(true, "%s: command started: %s", c.node, script)
 	res, err := c.Conn.RunShell(ctx, script)
+	crashPoint(false, "%s: command finished: %s", c.node, script)
 	c.log.Command(c.node, script, res, err)
 	c.mu.Lock()
 	c.prev = &res
 	c.mu.Unlock()
 	return res, onNode(c.node, err)
+}
+
+// The file operations that change a node are crash points.
+
+func (c *loggedConn) Symlink(oldname, newname string) error {
+	return c.wrote("symlink "+newname, c.Conn.Symlink(oldname, newname))
+}
+
+func (c *loggedConn) Rename(oldname, newname string) error {
+	return c.wrote("rename "+oldname+" to "+newname, c.Conn.Rename(oldname, newname))
+}
+
+func (c *loggedConn) Remove(name string) error {
+	return c.wrote("remove "+name, c.Conn.Remove(name))
+}
+
+func (c *loggedConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	return c.wrote("write "+name, c.Conn.WriteFileAtomic(name, data, perm))
+}
+
+func (c *loggedConn) MkdirAll(name string, perm fs.FileMode) error {
+	return c.wrote("mkdir "+name, c.Conn.MkdirAll(name, perm))
+}
+
+func (c *loggedConn) wrote(what string, err error) error {
+	crashPoint(false, "%s: %s", c.node, what)
+	return err
 }
 
 func (c *loggedConn) last() *nodes.Result {

@@ -14,11 +14,27 @@ import (
 )
 
 // Stage is one step of the stage machine. Run must be idempotent: a resumed run may run a
-// stage again, and the stage must then check the real state rather than assume it.
+// stage again, and the stage must then check the real state rather than assume it. A stage
+// carries its own facts: its name (in the journal, the output and plan), where it works, and
+// through the optional interfaces below whether it can be undone, whether it applies to a
+// run, whether it is the point of no return of a direction, whether a resumed run restarts
+// at it, and whether it changes anything. Everything else (plan, resume, dry run, the
+// confirmation, the tests) derives from the stage list, never from a second list of names.
 type Stage interface {
 	Name() string
+	Where() Where
 	Run(ctx context.Context, r *Run) error
 }
+
+// Where says which nodes a stage works on.
+type Where string
+
+// Where a stage works.
+const (
+	OnMaster Where = "master" // the master alone
+	OnAll    Where = "all"    // every online node (the master last where order matters)
+	OnOthers Where = "others" // every online node but the master
+)
 
 // undoer is a stage whose effects can be undone before the point of no return.
 type undoer interface {
@@ -30,9 +46,21 @@ type skipper interface {
 	Skip(r *Run) bool
 }
 
-// ponrStage is a stage that can be the run's point of no return.
+// ponrStage is a stage that is the point of no return of the directions it names.
 type ponrStage interface {
-	PONR(r *Run) bool
+	PONR(d Direction) bool
+}
+
+// restarter is a stage a resumed run starts at: past is whether the run crossed its point
+// of no return. The first stage of the list that says so is the one.
+type restarter interface {
+	RestartAt(d Direction, past bool) bool
+}
+
+// readOnly is a stage that changes nothing: a dry run runs the read-only stages at the head
+// of the list, and the operator confirms before the first stage that is not.
+type readOnly interface {
+	ReadOnly()
 }
 
 // onceOnly is a stage that an interrupted run does not repeat once it completed, such as the
@@ -41,14 +69,47 @@ type onceOnly interface {
 	Once() bool
 }
 
-// firstWriter is the first stage that changes anything; the operator confirms before it.
-type firstWriter interface {
-	FirstWrite()
+// releaser is the stage whose undo ends the run's pending state (the intent): the runner
+// records the run's outcome before undoing it, and undoes it after a successful run too.
+type releaser interface {
+	undoer
+	Releases()
 }
 
-// Runner runs a stage list: it journals every transition, undoes the completed stages in
-// reverse when a stage fails or a signal arrives before the point of no return, pushes
-// through to the end after it, and reports progress.
+// PONRStage names the stage of stages that is the point of no return of direction d, or ""
+// when none is.
+func PONRStage(stages []Stage, d Direction) string {
+	for _, st := range stages {
+		if p, ok := st.(ponrStage); ok && p.PONR(d) {
+			return st.Name()
+		}
+	}
+	return ""
+}
+
+// restartIndex is the index in stages of the stage a resumed run starts at.
+func restartIndex(stages []Stage, d Direction, past bool) int {
+	for i, st := range stages {
+		if rs, ok := st.(restarter); ok && rs.RestartAt(d, past) {
+			return i
+		}
+	}
+	return len(stages)
+}
+
+// readOnlyHead is the number of read-only stages at the head of stages: what a dry run runs.
+func readOnlyHead(stages []Stage) int {
+	for i, st := range stages {
+		if _, ok := st.(readOnly); !ok {
+			return i
+		}
+	}
+	return len(stages)
+}
+
+// Runner runs a stage list: it journals every transition, undoes in reverse every stage any
+// execution of the run started when a stage fails or a signal arrives before the point of no
+// return, pushes through to the end after it, and reports progress.
 type Runner struct {
 	Stages []Stage
 	// Confirm, when set, is asked before the first stage that changes anything; an error
@@ -59,21 +120,20 @@ type Runner struct {
 	// Prelude runs before Stages[Start], shown and journaled without a position: a resumed
 	// run past the point of no return stops the daemons everywhere first.
 	Prelude []Stage
-	// Done are stages an earlier execution of the run completed, undone with the others if
-	// this execution fails before the point of no return.
-	Done []Stage
-	// Past says an earlier execution already crossed the point of no return.
-	Past bool
+	// Redo undoes, before Stages[Start], every stage an earlier execution started, keeping
+	// the run pending: a run resumed before its point of no return starts again from a
+	// cluster as it was.
+	Redo bool
 
 	mu          sync.Mutex
 	past        bool // the point of no return has been crossed
 	interrupted os.Signal
+	renewed     time.Time // when this execution last paused the reconciler (renew_pause.go)
 }
 
-// Execute runs the stages of r from the first. It returns nil when every stage succeeded; an
+// Execute runs the stages of r from Start. It returns nil when every stage succeeded; an
 // error for which IsPastPONR is true when the run crossed the point of no return and some
-// stage failed; any other error when the run stopped before it and the completed stages were
-// undone.
+// stage failed; any other error when the run stopped before it and everything was undone.
 func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	// Losing the operator's session never stops a run: SIGHUP is ignored, and a closed
 	// stdout makes writes fail instead of killing the process (the log has everything).
@@ -100,8 +160,13 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 	}()
 
-	rn.past = rn.Past
-	started := append([]Stage(nil), rn.Done...)
+	rn.past = r.pastPONR
+	ponr := PONRStage(rn.Stages, r.Direction)
+	if rn.Redo && !rn.past {
+		if err := rn.undoStarted(ctx, r); err != nil {
+			return pastPONR(fmt.Errorf("run %d: undoing what its earlier execution did, before starting it again: %w; the intent is kept: fix the cause and run 'cutover upgrade --resume' or '--abort'", r.ID, err))
+		}
+	}
 	type step struct {
 		i  int
 		st Stage
@@ -113,6 +178,7 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	for i := rn.Start; i < len(rn.Stages); i++ {
 		steps = append(steps, step{i, rn.Stages[i]})
 	}
+	confirmed := rn.Confirm == nil
 	for _, sp := range steps {
 		i, st := sp.i, sp.st
 		if o, ok := st.(onceOnly); ok && o.Once() && r.doneBefore(st.Name()) {
@@ -123,7 +189,8 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			rn.record(ctx, r, i, st, journal.Skipped, 0, "")
 			continue
 		}
-		if _, ok := st.(firstWriter); ok && rn.Confirm != nil {
+		if _, ro := st.(readOnly); !ro && !confirmed {
+			confirmed = true
 			if err := rn.Confirm(stageCtx, r); err != nil {
 				rn.finish(ctx, r, journal.Aborted)
 				return err
@@ -131,28 +198,50 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 		rn.mu.Lock()
 		stop := stageCtx.Err() != nil && !rn.past
-		isPONR := false
-		if !stop && !rn.past {
-			if p, ok := st.(ponrStage); ok && p.PONR(r) {
-				isPONR, rn.past = true, true
-			}
-		}
-		past := rn.past
+		// The point-of-no-return stage is that until it completes: a resumed run whose
+		// earlier execution died in it runs it as such again, so that a failure that
+		// changed nothing still rolls the run back.
+		isPONR := !stop && i >= 0 && st.Name() == ponr && !r.doneBefore(ponr)
+		markPONR := isPONR && !rn.past
 		rn.mu.Unlock()
 		if stop {
-			return rn.rollBack(ctx, r, started, rn.interruptErr())
+			return rn.rollBack(ctx, r, rn.interruptErr())
 		}
-
+		msg := ""
+		if markPONR {
+			// The point of no return is durable before the stage changes anything; a run
+			// that cannot record it does not cross it.
+			if err := r.setPastPONR(ctx, true); err != nil {
+				return rn.rollBack(ctx, r, fmt.Errorf("%s: the journal cannot record the point of no return, so it is not crossed: %w", st.Name(), err))
+			}
+			rn.mu.Lock()
+			rn.past = true
+			rn.mu.Unlock()
+		}
+		if isPONR {
+			msg = "point of no return"
+		}
+		rn.mu.Lock()
+		past := rn.past
+		rn.mu.Unlock()
 		runCtx := stageCtx
 		if past {
 			runCtx = ctx // past the point of no return, signals no longer stop a stage
 		}
-		msg := ""
-		if isPONR {
-			msg = "point of no return"
-		}
 		rn.beginStage(r, i, st)
-		rn.record(ctx, r, i, st, journal.Started, 0, msg)
+		rn.renewPause(ctx, r, st)
+		if err := rn.record(ctx, r, i, st, journal.Started, 0, msg); err != nil && (!past || isPONR) {
+			// Before the point of no return, an undo after a crash needs to know the stage
+			// started: without that record the stage does not run. The point of no return
+			// is not crossed either, unless the journal cannot take its mark back.
+			if !isPONR || r.setPastPONR(ctx, false) == nil {
+				rn.mu.Lock()
+				rn.past = false
+				rn.mu.Unlock()
+				return rn.rollBack(ctx, r, fmt.Errorf("%s: %w", st.Name(), err))
+			}
+		}
+		r.markStarted(st.Name())
 		start := time.Now()
 		err := holdAt(runCtx, st.Name())
 		if err == nil {
@@ -165,16 +254,28 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 		if err == nil {
 			rn.record(ctx, r, i, st, journal.Done, d, "")
-			started = append(started, st)
 			continue
 		}
 		rn.record(ctx, r, i, st, journal.Failed, d, err.Error())
-		started = append(started, st)
+		var tol *toleratedError
+		if errors.As(err, &tol) {
+			// A batch failed within the failure budget: the run goes on.
+			r.mu.Lock()
+			r.tolerated = append(r.tolerated, fmt.Sprintf("%s (%s)", st.Name(), joinNames(tol.nodes)))
+			r.mu.Unlock()
+			continue
+		}
 		if isPONR && isNotCrossed(err) {
-			rn.mu.Lock()
-			rn.past = false
-			rn.mu.Unlock()
-			past = false
+			// The stage failed without changing anything: the run is still before the
+			// point of no return, and rolls back.
+			if perr := r.setPastPONR(ctx, false); perr != nil {
+				r.Warn("journal: %v: the run stays past its point of no return and goes on", perr)
+			} else {
+				rn.mu.Lock()
+				rn.past = false
+				rn.mu.Unlock()
+				past = false
+			}
 		}
 		if past {
 			r.mu.Lock()
@@ -187,13 +288,24 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		} else {
 			err = fmt.Errorf("%s: %w", st.Name(), err)
 		}
-		return rn.rollBack(ctx, r, started, err)
+		return rn.rollBack(ctx, r, err)
 	}
 	if failed := r.Failed(); len(failed) > 0 {
 		rn.finish(ctx, r, journal.FailedPastPONR)
-		return pastPONR(fmt.Errorf("the run went past the point of no return but %s failed; fix the cause and run 'cutover upgrade --resume'", joinNames(failed)))
+		return pastPONR(fmt.Errorf("the run went past the point of no return but %s failed; fix the cause and run 'cutover upgrade --resume'", joinNames(append(r.Tolerated(), failed...))))
 	}
+	if tolerated := r.Tolerated(); len(tolerated) > 0 {
+		rn.finish(ctx, r, journal.FailedPastPONR)
+		return pastPONR(fmt.Errorf("the run went on to the end but %s failed within strategy.max_failed; the intent is kept: fix the cause and run 'cutover upgrade --resume' to switch them again", joinNames(tolerated)))
+	}
+	// Done is recorded before the intent disappears: a crash in between leaves an intent
+	// whose run the journal calls done, and the next resume only removes it.
 	rn.finish(ctx, r, journal.Succeeded)
+	if rel := rn.releaser(); rel != nil {
+		if err := rel.Undo(ctx, r); err != nil {
+			r.Warn("the run is done, but its intent could not be removed (%v): the next 'cutover upgrade --resume' removes it", err)
+		}
+	}
 	return nil
 }
 
@@ -206,53 +318,92 @@ func (rn *Runner) interruptErr() error {
 	return fmt.Errorf("interrupted by %s", rn.interrupted)
 }
 
-// rollBack undoes the started stages in reverse order, each on its own: one failing undo
-// does not stop the others. Undo runs with ctx, which signals do not cancel.
-func (rn *Runner) rollBack(ctx context.Context, r *Run, started []Stage, cause error) error {
-	return rn.undo(ctx, r, started, cause, journal.RolledBack)
+// rollBack records that the run travels back, durably, then undoes every stage any
+// execution of it started, in reverse, and ends it as rolled back.
+func (rn *Runner) rollBack(ctx context.Context, r *Run, cause error) error {
+	if err := r.setTravel(ctx, journal.RollingBack); err != nil {
+		r.Warn("journal: %v", err)
+	}
+	return rn.undo(ctx, r, cause, journal.RolledBack)
 }
 
-// Abort undoes the stages an interrupted run completed (rn.Done), in reverse, and ends the run
-// as aborted. It is `cutover upgrade --abort` for a run before its point of no return.
-func (rn *Runner) Abort(ctx context.Context, r *Run) error {
+// Abort undoes every stage the run started, in reverse, and ends the run as aborted. It is
+// `cutover upgrade --abort` for a run before its point of no return, and finishes the undo of
+// a run that was rolling back when it was interrupted.
+func (rn *Runner) Abort(ctx context.Context, r *Run, travel journal.Travel) error {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Reset(syscall.SIGINT, syscall.SIGTERM)
-	return rn.undo(ctx, r, rn.Done, nil, journal.Aborted)
+	if err := r.setTravel(ctx, travel); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	outcome := journal.Aborted
+	var cause error
+	if travel == journal.RollingBack {
+		outcome = journal.RolledBack
+		cause = fmt.Errorf("run %d was rolling back when it was interrupted: the undo is finished and %s is back at %s", r.ID, r.Config.App, r.From)
+	}
+	return rn.undo(ctx, r, cause, outcome)
 }
 
-// undo undoes started in reverse and finishes the run with outcome, unless an undo failed.
-func (rn *Runner) undo(ctx context.Context, r *Run, started []Stage, cause error, outcome journal.Outcome) error {
-	var undoErrs []error
-	for i := len(started) - 1; i >= 0; i-- {
-		st := started[i]
-		u, ok := st.(undoer)
-		if !ok {
-			continue
+// undo undoes, in reverse order and each on its own, every stage of the list any execution
+// of the run started, then records outcome and only then releases the intent. When an undo
+// fails, the run keeps its intent and the error says so.
+func (rn *Runner) undo(ctx context.Context, r *Run, cause error, outcome journal.Outcome) error {
+	if err := rn.undoStarted(ctx, r); err != nil {
+		rn.finish(ctx, r, journal.FailedPastPONR)
+		if cause == nil {
+			return pastPONR(fmt.Errorf("undoing run %d failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort' again", r.ID, err))
 		}
+		return pastPONR(fmt.Errorf("%w; and undoing it failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort'", cause, err))
+	}
+	rn.finish(ctx, r, outcome)
+	if rel := rn.releaser(); rel != nil && r.wasStarted(rel.(Stage).Name()) {
+		st := rel.(Stage)
 		idx := rn.index(st)
 		rn.beginStage(r, idx, st)
 		start := time.Now()
-		err := u.Undo(ctx, r)
-		if err != nil {
-			r.mu.Lock()
-			r.undoFailed = true
-			r.mu.Unlock()
-			undoErrs = append(undoErrs, fmt.Errorf("undo %s: %w", st.Name(), err))
+		if err := rel.Undo(ctx, r); err != nil {
 			rn.record(ctx, r, idx, st, journal.UndoFailed, time.Since(start), err.Error())
-			continue
+			return pastPONR(fmt.Errorf("run %d is %s, but its intent could not be removed: %w; run 'cutover upgrade --resume' to remove it", r.ID, outcome, err))
 		}
 		rn.record(ctx, r, idx, st, journal.Undone, time.Since(start), "")
 	}
-	if len(undoErrs) > 0 {
-		rn.finish(ctx, r, journal.FailedPastPONR)
-		undoErr := errors.Join(undoErrs...)
-		if cause == nil {
-			return pastPONR(fmt.Errorf("undoing run %d failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort' again", r.ID, undoErr))
-		}
-		return pastPONR(fmt.Errorf("%w; and undoing it failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort'", cause, undoErr))
-	}
-	rn.finish(ctx, r, outcome)
 	return cause
+}
+
+// undoStarted undoes every stage but the releaser that any execution of the run started, in
+// reverse list order, each on its own: one failing undo does not stop the others.
+func (rn *Runner) undoStarted(ctx context.Context, r *Run) error {
+	var errs []error
+	for i := len(rn.Stages) - 1; i >= 0; i-- {
+		st := rn.Stages[i]
+		u, ok := st.(undoer)
+		if _, rel := st.(releaser); !ok || rel || !r.wasStarted(st.Name()) {
+			continue
+		}
+		rn.beginStage(r, i, st)
+		start := time.Now()
+		if err := u.Undo(ctx, r); err != nil {
+			r.mu.Lock()
+			r.undoFailed = true
+			r.mu.Unlock()
+			errs = append(errs, fmt.Errorf("undo %s: %w", st.Name(), err))
+			rn.record(ctx, r, i, st, journal.UndoFailed, time.Since(start), err.Error())
+			continue
+		}
+		rn.record(ctx, r, i, st, journal.Undone, time.Since(start), "")
+	}
+	return errors.Join(errs...)
+}
+
+// releaser returns the stage of the list that releases the run, or nil.
+func (rn *Runner) releaser() releaser {
+	for _, st := range rn.Stages {
+		if rel, ok := st.(releaser); ok {
+			return rel
+		}
+	}
+	return nil
 }
 
 func (rn *Runner) index(st Stage) int {
@@ -270,8 +421,9 @@ func (rn *Runner) beginStage(r *Run, i int, st Stage) {
 	r.mu.Unlock()
 }
 
-// record journals one stage transition and reports it.
-func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state journal.State, d time.Duration, msg string) {
+// record journals one stage transition and reports it. The error says the journal could not
+// record it; the transition is reported anyway.
+func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state journal.State, d time.Duration, msg string) error {
 	r.mu.Lock()
 	var nodeResults []journal.NodeResult
 	note := ""
@@ -286,20 +438,22 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 	}
 	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, Duration: d, Nodes: nodeResults, Message: msg}
 	r.log.Printf("[%d/%d] %s %s %s %s", i+1, len(rn.Stages), st.Name(), state, d.Round(time.Millisecond), msg)
+	var jerr error
 	if r.journal != nil && r.ID != 0 {
 		if _, err := r.journal.Record(context.WithoutCancel(ctx), r.ID, ev); err != nil {
-			r.Warn("journal: record %s %s: %v", st.Name(), state, err)
+			jerr = fmt.Errorf("journal: record %s %s: %w", st.Name(), state, err)
+			r.Warn("%v", jerr)
 		}
 	}
 	e := Event{Time: time.Now(), Type: "stage", Run: r.ID, Stage: st.Name(), Index: i + 1, Total: len(rn.Stages),
-		State: string(state), Duration: d, Message: msg, Nodes: nodeReports(nodeResults)}
+		Where: string(st.Where()), State: string(state), Duration: d, Message: msg, Nodes: nodeReports(nodeResults)}
 	if state == journal.Done {
 		e.State = "ok"
 	}
 	if state == journal.Undone || state == journal.UndoFailed {
 		e.Type = "undo"
 	}
-	if p, ok := st.(ponrStage); ok && p.PONR(r) {
+	if p, ok := st.(ponrStage); ok && p.PONR(r.Direction) {
 		e.PONR = true
 	}
 	for _, n := range nodeResults {
@@ -309,10 +463,17 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 		}
 	}
 	r.report.Report(e)
+	return jerr
 }
 
 func (rn *Runner) finish(ctx context.Context, r *Run, outcome journal.Outcome) {
 	r.log.Printf("run %d: %s", r.ID, outcome)
+	if d := r.downtime(); d.Cluster > 0 && outcome != journal.Running && outcome != journal.FailedPastPONR {
+		r.log.Printf("run %d: downtime %s", r.ID, d)
+		if _, err := r.Learn(context.WithoutCancel(ctx), factDowntime, d.String()); err != nil {
+			r.Warn("%v", err)
+		}
+	}
 	if r.journal != nil && r.ID != 0 {
 		if err := r.journal.Finish(context.WithoutCancel(ctx), r.ID, outcome, time.Now()); err != nil {
 			r.Warn("journal: finish run %d: %v", r.ID, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // memJournal is an in-memory Journal for the runner's unit tests.
@@ -19,6 +20,13 @@ type memJournal struct {
 	events  []journal.Event
 	facts   map[string]string
 	outcome journal.Outcome
+	travel  journal.Travel
+	// pastPONR is the journal's point-of-no-return mark; failPONR and failTravel make
+	// those records fail, failStarted makes recording a stage's start fail.
+	pastPONR, failPONR, failTravel bool
+	failStarted                    string
+	// seq numbers every write, so tests can check what came before what.
+	outcomeAt int
 }
 
 func (j *memJournal) CreateRun(_ context.Context, r journal.Run) (journal.Run, error) {
@@ -29,6 +37,9 @@ func (j *memJournal) CreateRun(_ context.Context, r journal.Run) (journal.Run, e
 func (j *memJournal) Record(_ context.Context, _ uint64, ev journal.Event) (journal.Event, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if ev.Stage == j.failStarted && ev.State == journal.Started {
+		return journal.Event{}, errors.New("journal: disk full")
+	}
 	ev.Seq = uint64(len(j.events) + 1)
 	j.events = append(j.events, ev)
 	return ev, nil
@@ -58,10 +69,31 @@ func maps(m map[string]string) map[string]string {
 
 func (j *memJournal) SetOffline(context.Context, uint64, []string) error { return nil }
 
+func (j *memJournal) SetTravel(_ context.Context, _ uint64, t journal.Travel) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failTravel {
+		return errors.New("journal: disk full")
+	}
+	j.travel = t
+	return nil
+}
+
+func (j *memJournal) SetPastPONR(_ context.Context, _ uint64, past bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failPONR {
+		return errors.New("journal: disk full")
+	}
+	j.pastPONR = past
+	return nil
+}
+
 func (j *memJournal) Finish(_ context.Context, _ uint64, o journal.Outcome, _ time.Time) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.outcome = o
+	j.outcomeAt = len(j.events)
 	return nil
 }
 
@@ -116,8 +148,9 @@ func (s *fakeStage) Run(ctx context.Context, r *Run) error {
 	return s.fail
 }
 
-func (s *fakeStage) PONR(*Run) bool { return s.ponr }
-func (s *fakeStage) Skip(*Run) bool { return s.skip }
+func (s *fakeStage) PONR(Direction) bool { return s.ponr }
+func (s *fakeStage) Where() Where        { return OnMaster }
+func (s *fakeStage) Skip(*Run) bool      { return s.skip }
 
 // undoStage is a fakeStage that can be undone.
 type undoStage struct{ *fakeStage }
@@ -153,7 +186,7 @@ func blocking(s *fakeStage) { s.block = true }
 func noUndo(s *fakeStage)   { s.noUndo = true }
 
 func testRun(j *memJournal) *Run {
-	return &Run{ID: 1, journal: j, report: discard{}, Config: &Config{}}
+	return &Run{ID: 1, journal: j, report: discard{}, Config: &config.Config{}}
 }
 
 func TestRunnerOrderAndUndo(t *testing.T) {
@@ -264,9 +297,9 @@ func TestRunnerPONRRecordedBeforeItRuns(t *testing.T) {
 func TestRunnerConfirmRefusedChangesNothing(t *testing.T) {
 	ss := &stageSet{}
 	j := &memJournal{}
-	first := &firstWriteStage{ss.stage("intent").(undoStage)}
+	check := readOnlyStage{ss.stage("check").(undoStage)}
 	rn := &Runner{
-		Stages:  []Stage{ss.stage("check"), first, ss.stage("after")},
+		Stages:  []Stage{check, ss.stage("intent"), ss.stage("after")},
 		Confirm: func(context.Context, *Run) error { return errors.New("not confirmed") },
 	}
 	err := rn.Execute(context.Background(), testRun(j))
@@ -281,9 +314,9 @@ func TestRunnerConfirmRefusedChangesNothing(t *testing.T) {
 	}
 }
 
-type firstWriteStage struct{ undoStage }
+type readOnlyStage struct{ undoStage }
 
-func (firstWriteStage) FirstWrite() {}
+func (readOnlyStage) ReadOnly() {}
 
 func TestRunnerSignals(t *testing.T) {
 	for _, tt := range []struct {
@@ -406,7 +439,7 @@ func TestOnNodesReportsSlowNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Run{Config: &Config{SSH: SSHConfig{Parallel: 4}}, Inventory: inv, dial: fakeDialer{},
+	r := &Run{Config: &config.Config{SSH: config.SSHConfig{Parallel: 4}}, Inventory: inv, dial: fakeDialer{},
 		report: ReporterFunc(func(e Event) {
 			if e.Type == "wait" {
 				mu.Lock()
@@ -434,3 +467,108 @@ func TestOnNodesReportsSlowNodes(t *testing.T) {
 type fakeDialer struct{}
 
 func (fakeDialer) Conn(context.Context, string) (Conn, error) { return nil, nil }
+
+// TestRunnerPONRNeedsTheJournal: when the journal cannot record that the run crosses its
+// point of no return, or that the PONR stage starts, the stage does not run and the run
+// rolls back.
+func TestRunnerPONRNeedsTheJournal(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		break_ func(j *memJournal)
+	}{
+		{"the point-of-no-return mark", func(j *memJournal) { j.failPONR = true }},
+		{"the stage's start", func(j *memJournal) { j.failStarted = "p" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ss := &stageSet{}
+			j := &memJournal{}
+			tt.break_(j)
+			rn := &Runner{Stages: []Stage{ss.stage("a"), ss.stage("p", isPONR), ss.stage("c")}}
+			err := rn.Execute(context.Background(), testRun(j))
+			if err == nil || IsPastPONR(err) {
+				t.Fatalf("Execute() = %v, want a rollback", err)
+			}
+			if want := []string{"run a", "undo a"}; !slices.Equal(ss.log, want) {
+				t.Errorf("stages ran %q, want %q", ss.log, want)
+			}
+			if j.outcome != journal.RolledBack || j.travel != journal.RollingBack {
+				t.Errorf("outcome %q, travel %q; want rolled-back, rolling-back", j.outcome, j.travel)
+			}
+		})
+	}
+}
+
+// TestRunnerUndoCoversEveryExecution: the undo of a resumed run covers the stages an earlier
+// execution started, not only its own, and the releaser comes last, after the outcome.
+func TestRunnerUndoCoversEveryExecution(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{}
+	rel := releasingStage{ss.stage("intent").(undoStage)}
+	rn := &Runner{Stages: []Stage{rel, ss.stage("a"), ss.stage("b"), ss.stage("c", failing(errors.New("boom")))}, Start: 3}
+	r := testRun(j)
+	r.loadJournal(journal.Run{Events: []journal.Event{
+		{Stage: "intent", State: journal.Started}, {Stage: "intent", State: journal.Done},
+		{Stage: "a", State: journal.Started}, {Stage: "a", State: journal.Done},
+		{Stage: "b", State: journal.Started}, // died in b
+	}})
+	if err := rn.Execute(context.Background(), r); err == nil {
+		t.Fatal("Execute() = nil, want the failure")
+	}
+	if want := []string{"run c", "undo c", "undo b", "undo a", "undo intent"}; !slices.Equal(ss.log, want) {
+		t.Errorf("stages ran %q, want %q", ss.log, want)
+	}
+	tr := j.transitions()
+	if tr[len(tr)-1] != "intent:undone" || j.outcomeAt != len(tr)-1 {
+		t.Errorf("journal %q, outcome recorded after %d events: want the outcome before the intent's undo", tr, j.outcomeAt)
+	}
+}
+
+// TestRunnerRedo: a run resumed before its point of no return has everything undone, the
+// releaser kept, then runs again from its start.
+func TestRunnerRedo(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{}
+	rel := releasingStage{ss.stage("intent").(undoStage)}
+	rn := &Runner{Stages: []Stage{rel, ss.stage("a"), ss.stage("b")}, Start: 1, Redo: true}
+	r := testRun(j)
+	r.loadJournal(journal.Run{Events: []journal.Event{
+		{Stage: "intent", State: journal.Started}, {Stage: "a", State: journal.Started}, {Stage: "b", State: journal.Started},
+	}})
+	if err := rn.Execute(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"undo b", "undo a", "run a", "run b", "undo intent"}; !slices.Equal(ss.log, want) {
+		t.Errorf("stages ran %q, want %q", ss.log, want)
+	}
+	if j.outcome != journal.Succeeded {
+		t.Errorf("outcome = %q, want done", j.outcome)
+	}
+}
+
+type releasingStage struct{ undoStage }
+
+func (releasingStage) Releases() {}
+
+// TestRunnerResumedPONRThatChangesNothingRollsBack: an execution died inside the PONR stage
+// (the mark set); the resumed run runs it again and it fails without changing anything: the
+// run is still before its point of no return and rolls back, the mark cleared.
+func TestRunnerResumedPONRThatChangesNothingRollsBack(t *testing.T) {
+	ss := &stageSet{}
+	j := &memJournal{pastPONR: true}
+	boom := errors.New("boom")
+	rn := &Runner{Stages: []Stage{ss.stage("a"), ss.stage("p", isPONR, failing(notCrossed(boom))), ss.stage("c")}, Start: 1}
+	r := testRun(j)
+	r.loadJournal(journal.Run{PastPONR: true, Events: []journal.Event{
+		{Stage: "a", State: journal.Started}, {Stage: "a", State: journal.Done}, {Stage: "p", State: journal.Started},
+	}})
+	err := rn.Execute(context.Background(), r)
+	if err == nil || IsPastPONR(err) {
+		t.Fatalf("Execute() = %v, want a rollback", err)
+	}
+	if want := []string{"run p", "undo p", "undo a"}; !slices.Equal(ss.log, want) {
+		t.Errorf("stages ran %q, want %q", ss.log, want)
+	}
+	if j.pastPONR || j.outcome != journal.RolledBack {
+		t.Errorf("past PONR %v, outcome %q; want false, rolled-back", j.pastPONR, j.outcome)
+	}
+}

@@ -2,11 +2,17 @@ package upgrade
 
 import "context"
 
-// start starts the daemons of the now-live version on every online node.
+// start starts the daemons of the now-live version on every online node and waits until the
+// master's answer.
 type start struct{}
 
 func (start) Name() string { return "start" }
 
+func (start) Where() Where { return OnAll }
+
 func (start) Run(ctx context.Context, r *Run) error {
-	return r.Command(ctx, r.Online, false, r.Config.Commands.DaemonsStart)
+	if err := r.daemons(ctx, r.Online, true); err != nil {
+		return err
+	}
+	return r.awaitDaemons(ctx)
 }

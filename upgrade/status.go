@@ -10,6 +10,7 @@ import (
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // StatusOptions are what `cutover status` needs besides the config.
@@ -47,6 +48,8 @@ type StatusReport struct {
 	// Behind are the reachable nodes whose links point at another version than the
 	// cluster's, when no run is pending, with the command that brings each to it.
 	Behind []BehindNode
+	// Resume is how this host, the master, finishes an interrupted run when it boots.
+	Resume BootResume
 	// Problems are what could not be read (the journal, the intent), shown as warnings.
 	Problems []string
 }
@@ -104,6 +107,18 @@ type PendingRun struct {
 	PastPONR bool
 	// Error says why the journal record could not be read.
 	Error string
+	// Batches are a rolling run's batches and how far each got; nil for an all-at-once run.
+	Batches []BatchStatus
+}
+
+// BatchStatus is one batch of a pending rolling run.
+type BatchStatus struct {
+	Stage  string // the batch's stage name, "batch-2"
+	Nodes  []string
+	Canary bool
+	// State is the batch's last journal state ("started", "done", "failed", "undone"), or ""
+	// when it has not started.
+	State string
 }
 
 // RunSummary is one run of the journal in brief.
@@ -136,13 +151,14 @@ type BehindNode struct {
 //
 // An error means the status could not be read at all: a bad config (IsBadInput), not on the
 // master (IsNotMaster), a node list that cannot be loaded.
-func Status(ctx context.Context, cfg *Config, opts StatusOptions) (*StatusReport, error) {
-	r, cleanup, err := look(ctx, cfg, nil, opts.Hostname)
+func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*StatusReport, error) {
+	s, err := openSession(ctx, cfg, modeLook, sessionOptions{Hostname: opts.Hostname, HostCheck: true})
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	st := &StatusReport{App: cfg.App, Master: r.Inventory.Master}
+	defer s.Close()
+	r := s.r
+	st := &StatusReport{App: cfg.App, Master: r.Inventory.Master, Resume: findBootResume(cfg.Paths)}
 
 	if h, held, err := journal.ReadHolder(LockPath(cfg)); err != nil {
 		st.Problems = append(st.Problems, err.Error())
@@ -182,7 +198,7 @@ func behindNodes(dir string, list []NodeStatus) []BehindNode {
 }
 
 // readJournal reads the intent and the journal, read-only: the pending run and the last run.
-func (st *StatusReport) readJournal(ctx context.Context, cfg *Config) {
+func (st *StatusReport) readJournal(ctx context.Context, cfg *config.Config) {
 	in, err := journal.ReadIntent(IntentPath(cfg))
 	switch {
 	case journal.NoIntent(err):
@@ -221,7 +237,8 @@ func (st *StatusReport) readJournal(ctx context.Context, cfg *Config) {
 			ev := jr.Events[n-1]
 			st.Pending.Stage, st.Pending.State, st.Pending.At = ev.Stage, string(ev.State), ev.At
 		}
-		st.Pending.PastPONR = jr.Reached(ponrStageName(Direction(jr.Direction)))
+		st.Pending.PastPONR = jr.PastPONR && jr.Travel == journal.Forward
+		st.Pending.Batches = batchStatuses(jr)
 		return
 	}
 	st.Pending.Error = fmt.Sprintf("the intent names run %d, which is not in the journal %s", st.Pending.Run, JournalPath(cfg))

@@ -9,6 +9,8 @@ type stopAll struct{}
 
 func (stopAll) Name() string { return "stop-all" }
 
+func (stopAll) Where() Where { return OnAll }
+
 func (stopAll) Run(ctx context.Context, r *Run) error {
-	return r.Command(ctx, r.Online, false, r.Config.Commands.DaemonsStop)
+	return r.daemons(ctx, r.Online, false)
 }

@@ -12,11 +12,13 @@ type stopMaster struct{}
 
 func (stopMaster) Name() string { return "stop-master" }
 
+func (stopMaster) Where() Where { return OnMaster }
+
 func (stopMaster) Run(ctx context.Context, r *Run) error {
-	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.DaemonsStop)
+	return r.daemons(ctx, []nodes.Node{r.MasterNode()}, false)
 }
 
 // Undo starts the master's daemons again.
 func (stopMaster) Undo(ctx context.Context, r *Run) error {
-	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.DaemonsStart)
+	return r.daemons(ctx, []nodes.Node{r.MasterNode()}, true)
 }

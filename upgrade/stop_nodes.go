@@ -7,11 +7,13 @@ type stopNodes struct{}
 
 func (stopNodes) Name() string { return "stop-nodes" }
 
+func (stopNodes) Where() Where { return OnOthers }
+
 func (stopNodes) Run(ctx context.Context, r *Run) error {
-	return r.Command(ctx, r.Others(), false, r.Config.Commands.DaemonsStop)
+	return r.daemons(ctx, r.Others(), false)
 }
 
 // Undo starts the daemons on the other nodes again.
 func (stopNodes) Undo(ctx context.Context, r *Run) error {
-	return r.Command(ctx, r.Others(), false, r.Config.Commands.DaemonsStart)
+	return r.daemons(ctx, r.Others(), true)
 }

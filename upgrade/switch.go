@@ -14,7 +14,13 @@ type switchLinks struct{}
 
 func (switchLinks) Name() string { return "switch" }
 
-func (switchLinks) PONR(r *Run) bool { return r.Direction == Same }
+func (switchLinks) Where() Where { return OnAll }
+
+func (switchLinks) PONR(d Direction) bool { return d == Same }
+
+// RestartAt makes a run resumed past its point of no return start here (after stopping the
+// daemons everywhere): every stage from the switch on checks the real state first.
+func (switchLinks) RestartAt(_ Direction, past bool) bool { return past }
 
 func (switchLinks) Run(ctx context.Context, r *Run) error {
 	return switchAll(ctx, r, r.To)

@@ -14,6 +14,7 @@ import (
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // Follow is the direction of a `cutover sync` run: the named nodes follow the cluster's live
@@ -88,25 +89,23 @@ func SyncStages() []Stage {
 // named node can be reached, has a side-by-side installation and has both trees of the live
 // version. The run is journaled with Kind "sync" but writes no intent: an interrupted sync is
 // finished by running it again, every stage being idempotent.
-func Sync(ctx context.Context, cfg *Config, names []string, opts SyncOptions) (*SyncResult, error) {
+func Sync(ctx context.Context, cfg *config.Config, names []string, opts SyncOptions) (*SyncResult, error) {
 	if len(names) == 0 {
 		return nil, badInput(errors.New("sync: name at least one node"))
 	}
-	r, cleanup, err := setup(ctx, cfg, opts.Reporter, opts.Hostname, true)
+	s, err := openSession(ctx, cfg, modeExclusive, sessionOptions{Reporter: opts.Reporter, Hostname: opts.Hostname, HostCheck: true})
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	targets, err := syncTargets(r.Inventory, names)
+	defer s.Close()
+	targets, err := syncTargets(s.r.Inventory, names)
 	if err != nil {
 		return nil, err
 	}
-	if in, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
-		return nil, fmt.Errorf("run %d (%s -> %s) is pending: finish it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before syncing nodes", in.RunID, in.From, in.To)
-	} else if !journal.NoIntent(err) {
+	if err := s.refusePending("syncing nodes"); err != nil {
 		return nil, err
 	}
-	return syncNodes(ctx, r, targets, opts.DryRun)
+	return syncNodes(ctx, s.r, targets, opts.DryRun)
 }
 
 // syncTargets returns the inventory's nodes that names name, once each and in the order
@@ -162,14 +161,17 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool) (
 		return res, err
 	}
 
-	store := journal.NewStore(JournalPath(cfg))
-	closeOrphans(ctx, store, r)
+	closeOrphans(ctx, journal.NewStore(JournalPath(cfg)), r)
+	store := crashJournal{journal.NewStore(JournalPath(cfg))}
 	host, _ := os.Hostname()
 	jr, err := store.CreateRun(ctx, journal.Run{Kind: "sync", From: r.From, To: r.To, Direction: string(Follow), Host: host, PID: os.Getpid(), Facts: facts})
 	if err != nil {
 		return res, fmt.Errorf("journal: %w", err)
 	}
 	r.ID, r.journal, r.facts = jr.ID, store, jr.Facts
+	if err := r.tagCommands(); err != nil {
+		return res, err
+	}
 	res.Run = jr.ID
 	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
 		return res, err
@@ -259,9 +261,9 @@ func distinctVersions(list []SyncNode) string {
 	return strings.Join(out, ",")
 }
 
-func cfgFile(cfg *Config) string {
+func cfgFile(cfg *config.Config) string {
 	if cfg.File == "" {
-		return DefaultConfigPath
+		return config.DefaultConfigPath
 	}
 	return cfg.File
 }

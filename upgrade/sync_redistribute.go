@@ -10,6 +10,8 @@ type syncRedistribute struct{}
 
 func (syncRedistribute) Name() string { return "redistribute" }
 
+func (syncRedistribute) Where() Where { return OnOthers }
+
 func (syncRedistribute) Skip(r *Run) bool {
 	return r.Config.Commands.RedistConf != "" || len(r.Config.Config.Redistribute) == 0
 }

@@ -10,7 +10,9 @@ type syncSwitch struct{}
 
 func (syncSwitch) Name() string { return "switch" }
 
-func (syncSwitch) PONR(*Run) bool { return true }
+func (syncSwitch) Where() Where { return OnAll }
+
+func (syncSwitch) PONR(Direction) bool { return true }
 
 func (syncSwitch) Run(ctx context.Context, r *Run) error {
 	return switchAll(ctx, r, r.To)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // dirConn is a node whose file system is a directory of the test machine: every absolute
@@ -68,7 +69,15 @@ func (c *dirConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) er
 	return os.Rename(tmp, c.at(name))
 }
 
-func (c *dirConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
+func (c *dirConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
+	c.cl.mu.Lock()
+	hang := c.cl.hang[c.node+" "+script]
+	delete(c.cl.hang, c.node+" "+script) // it hangs once
+	c.cl.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return nodes.Result{Node: c.node, Command: script}, ctx.Err()
+	}
 	c.cl.mu.Lock()
 	defer c.cl.mu.Unlock()
 	c.cl.calls[c.node] = append(c.cl.calls[c.node], script)
@@ -84,7 +93,7 @@ func (c *dirConn) RunShell(_ context.Context, script string) (nodes.Result, erro
 // versions installed. The master's application config is a real file that redistribute copies.
 type syncCluster struct {
 	dir   string
-	cfg   *Config
+	cfg   *config.Config
 	inv   *nodes.Inventory
 	conns map[string]*dirConn
 	down  map[string]bool // nodes that cannot be reached
@@ -92,6 +101,7 @@ type syncCluster struct {
 	mu     sync.Mutex
 	calls  map[string][]string
 	fail   map[string]bool // "node command" pairs that fail
+	hang   map[string]bool // "node command" pairs that hang until cancelled, once
 	events []Event
 }
 
@@ -121,15 +131,15 @@ func newSyncCluster(t *testing.T) *syncCluster {
 	if err := os.WriteFile(appConfig, []byte(`{"version": "1.1.0"}`), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	sc.cfg = &Config{
+	sc.cfg = &config.Config{
 		App: "app", VersionDirs: "full",
-		Paths: PathsConfig{LibDir: "/usr/lib", DataDir: "/usr/share", SysconfDir: "/etc", LocalstateDir: "/var", StateDir: filepath.Join(dir, "state")},
-		SSH:   SSHConfig{Parallel: 4},
-		Commands: CommandsConfig{
+		Paths: config.PathsConfig{LibDir: "/usr/lib", DataDir: "/usr/share", SysconfDir: "/etc", LocalstateDir: "/var", StateDir: filepath.Join(dir, "state")},
+		SSH:   config.SSHConfig{Parallel: 4},
+		Commands: config.CommandsConfig{
 			DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure-dirs", Verify: "verify",
 			QueueDrain: "drain", PostUpgrade: "post-upgrade",
 		},
-		Config: AppConfig{File: appConfig, VersionKey: "/version", VersionEncoding: "semver", Redistribute: []string{appConfig}},
+		Config: config.AppConfig{File: appConfig, VersionKey: "/version", VersionEncoding: "semver", Redistribute: []string{appConfig}},
 	}
 	return sc
 }

@@ -11,6 +11,8 @@ type syncVerify struct{}
 
 func (syncVerify) Name() string { return "verify" }
 
+func (syncVerify) Where() Where { return OnMaster }
+
 func (syncVerify) Skip(r *Run) bool { return r.Config.Commands.Verify == "" }
 
 func (syncVerify) Run(ctx context.Context, r *Run) error {

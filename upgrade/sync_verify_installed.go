@@ -13,6 +13,12 @@ type syncVerifyInstalled struct{}
 
 func (syncVerifyInstalled) Name() string { return "verify-installed" }
 
+// ReadOnly marks a stage that changes nothing: a dry run runs it, and the operator confirms
+// after it.
+func (syncVerifyInstalled) ReadOnly() {}
+
+func (syncVerifyInstalled) Where() Where { return OnAll }
+
 func (syncVerifyInstalled) Run(ctx context.Context, r *Run) error {
 	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		return onNode(n.Name, r.Layout.CheckInstalled(ctx, c, r.To))

@@ -13,6 +13,8 @@ type undrain struct{}
 
 func (undrain) Name() string { return "undrain" }
 
+func (undrain) Where() Where { return OnMaster }
+
 func (undrain) Run(ctx context.Context, r *Run) error {
 	master := []nodes.Node{r.MasterNode()}
 	var errs []error

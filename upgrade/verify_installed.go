@@ -14,6 +14,12 @@ type verifyInstalled struct{}
 
 func (verifyInstalled) Name() string { return "verify-installed" }
 
+// ReadOnly marks a stage that changes nothing: a dry run runs it, and the operator confirms
+// after it.
+func (verifyInstalled) ReadOnly() {}
+
+func (verifyInstalled) Where() Where { return OnAll }
+
 func (verifyInstalled) Run(ctx context.Context, r *Run) error {
 	return checkNodes(ctx, r, r.Online)
 }

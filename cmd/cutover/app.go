@@ -1,19 +1,20 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/cutover/cutover/upgrade"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 const exitCodesHelp = `EXIT CODES:
    0  done
    1  failed and rolled back, or a check refused the run: the cluster is as before
    2  usage or bad input: nothing was touched
-   3  failed past the point of no return: the message names the nodes and what to run next
+   3  a run is left pending (failed past the point of no return, an undo failed, or it
+      cannot go on now): the message names the nodes and what to run next
    4  another cutover run holds the lock
    5  this host is not the cluster's master`
 
@@ -27,7 +28,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Value: upgrade.DefaultConfigPath, EnvVars: []string{"CUTOVER_CONFIG"}, Usage: "the cluster's configuration `FILE`"},
+			&cli.StringFlag{Name: "config", Value: config.DefaultConfigPath, EnvVars: []string{"CUTOVER_CONFIG"}, Usage: "the cluster's configuration `FILE`"},
 			&cli.StringFlag{Name: "output", Value: "text", EnvVars: []string{"CUTOVER_OUTPUT"}, Usage: "output format: text or json"},
 			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CUTOVER_VERBOSE"}, Usage: "show every node's result"},
 		},
@@ -58,6 +59,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			journalCommand(),
 			backupCommand(),
 			syncCommand(),
+			stageCommand(),
+			pruneCommand(),
 			cfgupgradeCommand(),
 			versionCommand(),
 		},
@@ -82,13 +85,16 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print cutover's version",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintln(c.App.Writer, "cutover", version)
-			return nil
+			if c.NArg() > 0 {
+				return usagef("version takes no arguments, got %q", c.Args().First())
+			}
+			var out versionOutput = newOutput(c)
+			return out.version(version)
 		},
 	}
 }
 
 // loadConfig reads the --config file.
-func loadConfig(c *cli.Context) (*upgrade.Config, error) {
+func loadConfig(c *cli.Context) (*config.Config, error) {
 	return upgrade.LoadConfig(c.String("config"))
 }

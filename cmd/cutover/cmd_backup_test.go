@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -295,5 +296,40 @@ func TestBackupUsage(t *testing.T) {
 		if code != exitUsage || !strings.HasPrefix(errOut, "cutover: ") {
 			t.Errorf("%v: exit %d, stderr %q; want %d and a cutover: line", args, code, errOut, exitUsage)
 		}
+	}
+}
+
+// TestUpgradeBacksUpAroundSpecialFiles: a unix socket in the state no longer fails the
+// upgrade at the backup stage; it is named, and the state on another disk (a linked state
+// directory) is backed up with its content.
+func TestUpgradeBacksUpAroundSpecialFiles(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	if err := os.Rename(lc.path("var/lib/app"), lc.path("srv-app")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(lc.path("srv-app"), lc.path("var/lib/app")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", lc.path("srv-app/sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	code, out, errOut := lc.cutover("upgrade", "--to=1.1.0", "--yes")
+	if code != 0 {
+		t.Fatalf("upgrade with a socket in the state: exit %d\n%s%s", code, out, errOut)
+	}
+	if want := lc.path("var/lib/app/sock") + " (socket)"; !strings.Contains(out+errOut, want) {
+		t.Errorf("upgrade output does not name %s:\n%s%s", want, out, errOut)
+	}
+	code, out, _ = lc.cutover("--output", "json", "backup", "list", "--verify")
+	var doc struct {
+		Backups []struct {
+			Files    int
+			Verified bool
+		} `json:"backups"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Backups) != 1 || doc.Backups[0].Files != 1 || !doc.Backups[0].Verified {
+		t.Errorf("backup list --verify: exit %d, %+v, %v\n%s\nwant the config file of the linked state, verified", code, doc, err, out)
 	}
 }

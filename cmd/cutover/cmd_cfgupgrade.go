@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/cutover/cutover/upgrade"
@@ -35,20 +33,8 @@ func cfgupgradeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			out := c.App.Writer
-			switch {
-			case rep.From == rep.To:
-				fmt.Fprintf(out, "config %s is already at %s; nothing to do\n", rep.File, rep.To)
-			case c.Bool("dry-run"):
-				fmt.Fprintf(out, "config %s: %s -> %s (dry run, nothing written)\n%s", rep.File, rep.From, rep.To, rep.Diff)
-			default:
-				fmt.Fprintf(out, "config %s: %s -> %s", rep.File, rep.From, rep.To)
-				if rep.Backup != "" {
-					fmt.Fprintf(out, "; previous config kept as %s", rep.Backup)
-				}
-				fmt.Fprintln(out)
-			}
-			return nil
+			var out cfgupgradeOutput = newOutput(c)
+			return out.cfgupgrade(rep, c.Bool("dry-run"))
 		},
 	}
 }

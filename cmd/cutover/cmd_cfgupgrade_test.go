@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,11 @@ func TestCfgupgradeLocal(t *testing.T) {
 	}
 	if got := lc.read("var/lib/app/config.json"); got != config {
 		t.Errorf("a dry run changed the config:\n%s", got)
+	}
+	code, out, errOut = lc.cutover("--output", "json", "cfgupgrade", "--dry-run")
+	var doc struct{ Kind, From, To, Diff string }
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Kind != "Cfgupgrade" || doc.From != "1.0.0" || doc.To != "1.1.0" || !strings.Contains(doc.Diff, `"title"`) {
+		t.Errorf("--output json cfgupgrade --dry-run: exit %d (%v) %q %q; want a Cfgupgrade document with the diff", code, err, out, errOut)
 	}
 
 	code, out, errOut = lc.cutover("cfgupgrade")

@@ -32,6 +32,7 @@ func normalizeOutput(lc *localCluster, s string) string {
 		{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`), "YYYY-MM-DDThh:mm:ssZ"},
 		{regexp.MustCompile(`\d{8}T\d{6}Z`), "YYYYMMDDThhmmssZ"},
 		{regexp.MustCompile(`\b\d+\.\ds\b`), "<DUR>"},
+		{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s)\b`), "<DUR>"},
 		{regexp.MustCompile(`\b\d+(\.\d)? (B|KiB|MiB)\b`), "<SIZE>"},
 	}
 	for _, r := range rules {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
@@ -291,31 +290,6 @@ func samplePlan(refused bool) *upgrade.PlanReport {
 		p.Stages = append(p.Stages, s)
 	}
 	return p
-}
-
-func TestPlanPrinters(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		plan *upgrade.PlanReport
-	}{
-		{"plan-proceed", samplePlan(false)},
-		{"plan-refused", samplePlan(true)},
-		{"plan-nothing", &upgrade.PlanReport{App: "demoapp", From: "1.1.0", To: "1.1.0", Direction: upgrade.Same, Master: "node1",
-			Nodes: []string{"node1", "node2"}, Nothing: true, Proceed: true, Checks: []upgrade.Check{
-				{Name: "live-version", Node: "node1", OK: true, Message: "demoapp runs 1.1.0"},
-				{Name: "target", OK: true, Message: "the cluster already runs 1.1.0: upgrade would do nothing"}}}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var text bytes.Buffer
-			printPlan(&text, tt.plan, false)
-			golden(t, tt.name+".golden", text.Bytes())
-			var doc bytes.Buffer
-			if err := writeDoc(&doc, planJSON(tt.plan)); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tt.name+".json.golden", doc.Bytes())
-		})
-	}
 }
 
 func TestNodeList(t *testing.T) {

@@ -63,6 +63,29 @@ func TestStatusShows(t *testing.T) {
 		{"interrupted past the point of no return", func(t *testing.T, lc *localCluster) {
 			pendingRun(t, lc, "ensure-dirs", false)
 		}, []string{"at ensure-dirs", "past the point of no return", "finish it with 'cutover upgrade --resume'"}},
+		{"no resume at boot", func(t *testing.T, lc *localCluster) {}, []string{"resume at boot: none", "warning: nothing resumes an interrupted run at boot"}},
+		{"resume at boot by cron", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("etc/cron.d")
+			lc.write("etc/cron.d/cutover", "PATH=/usr/sbin:/usr/bin:/sbin:/bin\n@reboot root [ -x /usr/sbin/cutover ] && /usr/sbin/cutover upgrade --resume\n")
+		}, []string{"resume at boot: @reboot in ", "/etc/cron.d/cutover\n"}},
+		{"resume at boot by root's crontab", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("var/spool/cron/crontabs")
+			lc.write("var/spool/cron/crontabs/root", "@reboot /usr/sbin/cutover upgrade --resume\n")
+		}, []string{"resume at boot: @reboot in ", "/var/spool/cron/crontabs/root"}},
+		{"resume at boot by systemd", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("etc/systemd/system/multi-user.target.wants")
+			lc.symlink("/lib/systemd/system/cutover-resume.service", "etc/systemd/system/multi-user.target.wants/cutover-resume.service")
+		}, []string{"resume at boot: cutover-resume.service\n"}},
+		{"resume at boot twice", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("etc/cron.d")
+			lc.write("etc/cron.d/cutover", "@reboot root /usr/sbin/cutover upgrade --resume\n")
+			lc.mkdir("etc/systemd/system/multi-user.target.wants")
+			lc.symlink("/lib/systemd/system/cutover-resume.service", "etc/systemd/system/multi-user.target.wants/cutover-resume.service")
+		}, []string{"resume at boot: cutover-resume.service and @reboot in ", "warning: both would resume"}},
+		{"a commented resume line does not count", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("etc/cron.d")
+			lc.write("etc/cron.d/cutover", "#@reboot root /usr/sbin/cutover upgrade --resume\n")
+		}, []string{"resume at boot: none"}},
 		{"corrupt journal", func(t *testing.T, lc *localCluster) {
 			lc.mkdir("state")
 			lc.write("state/journal.db", "not a journal")
@@ -103,7 +126,15 @@ func pendingRun(t *testing.T, lc *localCluster, stage string, held bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, st := range upgrade.Stages() {
+	stages := upgrade.Stages()
+	ponr := upgrade.PONRStage(stages, upgrade.Up)
+	for i, st := range stages {
+		if st.Name() == ponr {
+			// The runner marks the point of no return before its stage starts.
+			if err := store.SetPastPONR(ctx, run.ID, true); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := store.Record(ctx, run.ID, journal.Event{Stage: st.Name(), Index: i + 1, State: journal.Started}); err != nil {
 			t.Fatal(err)
 		}
@@ -215,8 +246,10 @@ func sampleStatus(running bool) *upgrade.StatusReport {
 		LastRun: &upgrade.RunSummary{Run: 6, Kind: "upgrade", From: "1.0.0", To: "1.1.0", Outcome: "done", Started: at.Add(-time.Minute), Ended: at,
 			LastStage: "finish", LastState: "done", Offline: []string{"node4"}},
 		Behind: []upgrade.BehindNode{{Node: "node4", Version: "1.0.0", Command: "cutover sync node4"}},
+		Resume: upgrade.BootResume{Cron: []string{"/etc/cron.d/cutover"}},
 	}
 	if running {
+		st.Resume = upgrade.BootResume{Unit: true}
 		st.Verify = &upgrade.VerifyStatus{Skipped: "not run while a run holds the lock (pid 4242 on node1)"}
 		st.Pending = &upgrade.PendingRun{Run: 7, From: "1.1.0", To: "1.2.0", Direction: "upgrade", Created: at.Add(time.Hour), Host: "node1", PID: 4242,
 			Outcome: "running", Stage: "backup", State: "started", At: at.Add(time.Hour + 30*time.Second)}
@@ -226,27 +259,6 @@ func sampleStatus(running bool) *upgrade.StatusReport {
 		st.Behind = nil
 	}
 	return st
-}
-
-func TestStatusPrinters(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		st   *upgrade.StatusReport
-	}{
-		{"status", sampleStatus(false)},
-		{"status-running", sampleStatus(true)},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var text bytes.Buffer
-			printStatus(&text, tt.st)
-			golden(t, tt.name+".golden", text.Bytes())
-			var doc bytes.Buffer
-			if err := writeDoc(&doc, statusJSON(tt.st)); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tt.name+".json.golden", doc.Bytes())
-		})
-	}
 }
 
 func TestWriteTable(t *testing.T) {

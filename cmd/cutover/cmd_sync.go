@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,74 +37,11 @@ func syncCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			p := newPrinter(c)
+			var out syncOutput = newOutput(c)
 			dryRun := c.Bool("dry-run")
-			res, err := upgrade.Sync(c.Context, cfg, names, upgrade.SyncOptions{DryRun: dryRun, Reporter: p})
-			p.syncDone(res, err, dryRun)
+			res, err := upgrade.Sync(c.Context, cfg, names, upgrade.SyncOptions{DryRun: dryRun, Reporter: out})
+			out.syncDone(res, err, dryRun)
 			return err
 		},
 	}
-}
-
-// syncDoneEvent is the last JSON line of `cutover sync`.
-type syncDoneEvent struct {
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	Exit     int             `json:"exit"`
-	DryRun   bool            `json:"dry_run,omitempty"`
-	Run      uint64          `json:"run,omitempty"`
-	To       string          `json:"to,omitempty"`
-	Nodes    []syncNodeEntry `json:"nodes,omitempty"`
-	Log      string          `json:"log,omitempty"`
-	Duration time.Duration   `json:"duration_ns,omitempty"`
-	Error    string          `json:"error,omitempty"`
-}
-
-type syncNodeEntry struct {
-	Name    string `json:"name"`
-	From    string `json:"from"`
-	Offline bool   `json:"offline"`
-}
-
-// syncDone prints the end of a sync.
-func (p *printer) syncDone(res *upgrade.SyncResult, err error, dryRun bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.json {
-		e := syncDoneEvent{Time: time.Now(), Type: "done", Exit: exitCode(err), DryRun: dryRun}
-		if res != nil {
-			e.Run, e.To, e.Log, e.Duration = res.Run, res.To, res.Log, res.Duration
-			for _, n := range res.Nodes {
-				e.Nodes = append(e.Nodes, syncNodeEntry{Name: n.Name, From: n.From, Offline: n.Offline})
-			}
-		}
-		if err != nil {
-			e.Error = err.Error()
-		}
-		_ = json.NewEncoder(p.out).Encode(e)
-		return
-	}
-	if res == nil {
-		return
-	}
-	var names []string
-	for _, n := range res.Nodes {
-		names = append(names, fmt.Sprintf("%s (at %s)", n.Name, n.From))
-	}
-	switch {
-	case dryRun && err == nil:
-		fmt.Fprintf(p.out, "dry run: %s would be brought to %s %s; nothing was changed\n", strings.Join(names, ", "), res.App, res.To)
-	case err == nil:
-		fmt.Fprintf(p.out, "done: %s %s on %s in %s\n", res.App, res.To, nodeNames(res.Nodes), seconds(res.Duration))
-	default:
-		p.failed(err, res.Log)
-	}
-}
-
-func nodeNames(list []upgrade.SyncNode) string {
-	var names []string
-	for _, n := range list {
-		names = append(names, n.Name)
-	}
-	return strings.Join(names, ", ")
 }

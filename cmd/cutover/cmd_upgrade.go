@@ -46,42 +46,39 @@ func upgradeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			p := newPrinter(c)
+			var out upgradeOutput = newOutput(c)
 			switch {
 			case c.Bool("resume"):
-				res, err := upgrade.Resume(c.Context, cfg, upgrade.ResumeOptions{Reporter: p})
-				p.upgradeDone(res, err, false)
+				res, err := upgrade.Resume(c.Context, cfg, upgrade.ResumeOptions{Reporter: out})
+				out.upgradeDone(res, err, false)
 				return err
 			case c.Bool("abort"):
-				res, err := upgrade.Abort(c.Context, cfg, upgrade.AbortOptions{Reporter: p})
-				p.abortDone(res, err)
+				res, err := upgrade.Abort(c.Context, cfg, upgrade.AbortOptions{Reporter: out})
+				out.abortDone(res, err)
 				return err
 			}
 			opts := upgrade.Options{
-				To: c.String("to"), Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: p,
+				To: c.String("to"), Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
 			}
 			if !opts.DryRun && !c.Bool("yes") {
 				if !isTerminal(c.App.Reader) {
 					return usagef("not on a terminal: pass --yes to upgrade without confirmation")
 				}
 				opts.Confirm = func(ctx context.Context, r *upgrade.Run) error {
-					return confirm(c.App.Reader, c.App.Writer, r)
+					return confirm(ctx, c.App.Reader, c.App.Writer, r)
 				}
 			}
 			res, err := upgrade.Upgrade(c.Context, cfg, opts)
-			p.upgradeDone(res, err, opts.DryRun)
+			out.upgradeDone(res, err, opts.DryRun)
 			return err
 		},
 	}
 }
 
-// confirm shows what the run will do and asks the operator.
-func confirm(in io.Reader, out io.Writer, r *upgrade.Run) error {
-	nodes := fmt.Sprintf("%d nodes", len(r.Online))
-	if len(r.Online) == 1 {
-		nodes = "1 node"
-	}
-	fmt.Fprintf(out, "%s %s -> %s (%s) on %s (master %s", r.Config.App, r.From, r.To, r.Direction, nodes, r.Inventory.Master)
+// confirm shows what the run will do and asks the operator. SIGINT or SIGTERM at the
+// question (ctx is cancelled) answers no at once, without waiting for Enter.
+func confirm(ctx context.Context, in io.Reader, out io.Writer, r *upgrade.Run) error {
+	fmt.Fprintf(out, "%s %s -> %s (%s) on %s (master %s", r.Config.App, r.From, r.To, r.Direction, count(len(r.Online), "node"), r.Inventory.Master)
 	if len(r.Offline) > 0 {
 		var names []string
 		for _, n := range r.Offline {
@@ -96,7 +93,7 @@ func confirm(in io.Reader, out io.Writer, r *upgrade.Run) error {
 		case st.Skipped:
 			where = "skipped"
 		case len(st.Nodes) > 0 && st.Where != "master":
-			where = fmt.Sprintf("%s (%d nodes)", st.Where, len(st.Nodes))
+			where = fmt.Sprintf("%s (%s)", st.Where, count(len(st.Nodes), "node"))
 		}
 		mark := ""
 		if st.PONR {
@@ -105,7 +102,18 @@ func confirm(in io.Reader, out io.Writer, r *upgrade.Run) error {
 		fmt.Fprintf(out, "  %2d. %-18s %s%s\n", st.Index, st.Name, where, mark)
 	}
 	fmt.Fprint(out, "proceed? [y/N] ")
-	line, _ := bufio.NewReader(in).ReadString('\n')
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		answer <- line
+	}()
+	var line string
+	select {
+	case line = <-answer:
+	case <-ctx.Done():
+		fmt.Fprintln(out)
+		return fmt.Errorf("interrupted at the question: nothing was changed")
+	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		return nil

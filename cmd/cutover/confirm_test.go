@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 func TestConfirm(t *testing.T) {
@@ -13,17 +15,17 @@ func TestConfirm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := upgrade.ParseConfig([]byte("app = \"app\"\n[cluster]\nmaster = \"node1\"\n[[cluster.node]]\nname = \"node1\"\n[config]\nfile = \"/var/lib/app/config.json\"\n"))
+	cfg, err := config.Parse([]byte("app = \"app\"\n[cluster]\nmaster = \"node1\"\n[[cluster.node]]\nname = \"node1\"\n[config]\nfile = \"/var/lib/app/config.json\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &upgrade.Run{From: "1.0.0", To: "1.1.0", Direction: upgrade.Up, Config: cfg, Inventory: inv, Online: inv.Online(), Offline: inv.Offline()}
+	r := &upgrade.Run{Target: upgrade.Target{From: "1.0.0", To: "1.1.0", Direction: upgrade.Up}, Config: cfg, Inventory: inv, Online: inv.Online(), Offline: inv.Offline()}
 	for _, tt := range []struct {
 		answer string
 		ok     bool
 	}{{"y\n", true}, {"yes\n", true}, {"n\n", false}, {"\n", false}, {"", false}, {"maybe\n", false}} {
 		var out strings.Builder
-		err := confirm(strings.NewReader(tt.answer), &out, r)
+		err := confirm(context.Background(), strings.NewReader(tt.answer), &out, r)
 		if (err == nil) != tt.ok {
 			t.Errorf("confirm(%q) = %v, want ok %v", tt.answer, err, tt.ok)
 		}

@@ -38,6 +38,7 @@ func main() {
 
 // run runs the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stdout, stderr = termSafe{stdout}, termSafe{stderr}
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, args)
 	if err != nil {

@@ -203,9 +203,11 @@ func TestUpgradeLocal(t *testing.T) {
 	if info, _ := os.Stat(backups[0]); info.Mode().Perm() != 0o600 {
 		t.Errorf("backup mode = %v, want 0600", info.Mode().Perm())
 	}
-	if !strings.Contains(out, "done: app 1.1.0 on 1/1 nodes") || !strings.Contains(out, "point of no return") {
+	if !strings.Contains(out, "done: app 1.1.0 on 1 node") || !strings.Contains(out, "point of no return") {
 		t.Errorf("output lacks the done line or the PONR mark:\n%s", out)
 	}
+	// The whole run's text, as the operator sees it.
+	golden(t, "output/upgrade-local-run.text", []byte(normalizeOutput(lc, out)))
 	runs, err := journal.NewStore(lc.path("state/journal.db")).Runs(context.Background())
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("journal runs = %v, %v; want one", runs, err)
@@ -248,6 +250,8 @@ func TestUpgradeRefusals(t *testing.T) {
 		{"malformed version", nil, []string{"upgrade", "--to=1.x", "--yes"}, exitUsage, "--to"},
 		{"hostile version", nil, []string{"upgrade", "--to=1.1.0; touch /tmp/pwned", "--yes"}, exitUsage, "--to"},
 		{"path in version", nil, []string{"upgrade", "--to=../../1.1.0", "--yes"}, exitUsage, "--to"},
+		{"huge version number", nil, []string{"upgrade", "--to=99999999999999999999.1.0", "--yes"}, exitUsage, "at most 9 digits"},
+		{"a minor where full versions are named", nil, []string{"upgrade", "--to=1.1", "--yes"}, exitUsage, "such as 1.1.0"},
 		{"unknown force", nil, []string{"upgrade", "--to=1.1.0", "--yes", "--force=everything"}, exitUsage, "not a check that can be forced"},
 		{"no terminal, no --yes", nil, []string{"upgrade", "--to=1.1.0"}, exitUsage, "--yes"},
 		{"unknown config key", func(lc *localCluster) {
@@ -361,7 +365,29 @@ func TestUpgradeJSONEvents(t *testing.T) {
 	if last["type"] != "done" || last["exit"] != float64(0) || last["to"] != "1.1.0" {
 		t.Errorf("last event = %v, want done with exit 0", last)
 	}
+	if d, _ := last["downtime_ns"].(float64); d <= 0 {
+		t.Errorf("done event downtime_ns = %v, want the daemons' downtime window", last["downtime_ns"])
+	}
 	if !sawPONR || !sawNode {
 		t.Errorf("events lack the PONR mark (%v) or node results (%v)", sawPONR, sawNode)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cutover", "version"}, "cutover " + version + "\n"},
+		{[]string{"cutover", "--output", "json", "version"}, "{\n  \"apiVersion\": \"cutover/v1\",\n  \"kind\": \"Version\",\n  \"version\": \"" + version + "\"\n}\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), tt.args, strings.NewReader(""), &stdout, &stderr); code != 0 || stdout.String() != tt.want {
+			t.Errorf("%v: exit %d, %q %q; want %q", tt.args, code, stdout.String(), stderr.String(), tt.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"cutover", "version", "extra"}, strings.NewReader(""), &stdout, &stderr); code != exitUsage {
+		t.Errorf("version extra: exit %d, want %d", code, exitUsage)
 	}
 }

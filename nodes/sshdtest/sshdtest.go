@@ -18,8 +18,11 @@
 // Servers accept the unprivileged user cutover-test (created by test/setup.sh,
 // shell /bin/sh, no start-up files). When it is missing or its account is
 // locked, root is used instead, except when the environment variable CI is
-// "true": there the test fails. sshd must run as root; without root or
-// without /usr/sbin/sshd the test is skipped, or fails under CI=true.
+// "true": there the test fails. [WithRootLogin] makes the servers accept root
+// (with the generated key) instead, the login cutover uses by default;
+// sshd treats root sessions differently (it refuses to signal their
+// commands, for one). sshd must run as root; without root or without
+// /usr/sbin/sshd the test is skipped, or fails under CI=true.
 //
 // # Failures
 //
@@ -86,6 +89,9 @@ type Server struct {
 	Port    int           // the port sshd listens on
 	HostKey ssh.PublicKey // the ed25519 host key listed in known_hosts
 
+	// WorkDir is where a server started WithWorkDirs starts its commands.
+	WorkDir string
+
 	// ExtraHostKeys are the ECDSA and RSA host keys of a server started
 	// WithExtraHostKeys, in that order; known_hosts does not list them.
 	ExtraHostKeys []ssh.PublicKey
@@ -95,6 +101,7 @@ type Server struct {
 	hostKeyLines []string
 	login        string
 	authorized   string
+	sftp         string // the sftp subsystem's command
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -107,6 +114,9 @@ type Option func(*options)
 
 type options struct {
 	extraHostKeys bool
+	root          bool
+	sftp          string // the sftp subsystem's command; "" for internal-sftp
+	workDirs      bool
 }
 
 // WithExtraHostKeys gives every server ECDSA and RSA host keys besides the
@@ -114,6 +124,25 @@ type options struct {
 // 1024 bits, the least sshd accepts, because larger ones take a second or
 // more to generate.
 func WithExtraHostKeys() Option { return func(o *options) { o.extraHostKeys = true } }
+
+// WithRootLogin makes the servers accept root instead of cutover-test, with
+// the same generated client key.
+func WithRootLogin() Option { return func(o *options) { o.root = true } }
+
+// WithSFTPServer makes the servers run command as their SFTP subsystem
+// instead of sshd's internal-sftp; "/bin/sleep 3600" makes a server whose
+// SFTP never answers.
+func WithSFTPServer(command string) Option { return func(o *options) { o.sftp = command } }
+
+// WithWorkDirs gives every server a directory of its own (Server.WorkDir, owned by the
+// login) that commands start in, through sshd's ForceCommand: a relative path given to a
+// command, like the destination of pdcp, then names a different directory on each server, as
+// it would on different hosts. SFTP is unaffected.
+func WithWorkDirs() Option { return func(o *options) { o.workDirs = true } }
+
+// WithoutSFTP makes servers without an SFTP subsystem, as some hardened
+// sshd configurations are.
+func WithoutSFTP() Option { return func(o *options) { o.sftp = "none" } }
 
 // Start starts n sshd servers in parallel and returns them once every one
 // listens. They are stopped, and their files removed, when tb ends.
@@ -125,7 +154,11 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 	}
 	requireSSHD(tb)
 	c := &Cluster{}
-	c.User, c.uid, c.gid = login(tb)
+	if o.root {
+		c.User = "root"
+	} else {
+		c.User, c.uid, c.gid = login(tb)
+	}
 
 	dir, err := os.MkdirTemp("", "sshdtest-")
 	if err != nil {
@@ -156,6 +189,15 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 		s, err := newServer(dir, fmt.Sprintf("node%d", i+1), c.User, authorized, o)
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if o.workDirs {
+			s.WorkDir = filepath.Join(dir, s.Name+"-work")
+			if err := os.Mkdir(s.WorkDir, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.Chown(s.WorkDir, c.uid, c.gid); err != nil {
+				tb.Fatal(err)
+			}
 		}
 		c.Servers[i] = s
 	}
@@ -214,6 +256,27 @@ func (c *Cluster) UserDir(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// OpenSSHConfig writes an ssh_config for OpenSSH's client (and pdsh, pdcp) that names the
+// servers by names, in order, and checks their host keys strictly against the cluster's
+// known_hosts, and returns its path.
+func (c *Cluster) OpenSSHConfig(tb testing.TB, names []string) string {
+	tb.Helper()
+	var conf strings.Builder
+	for i, s := range c.Servers {
+		fmt.Fprintf(&conf, "Host %s\n  HostName %s\n  Port %d\n", names[i], s.Addr, s.Port)
+	}
+	// known_hosts lists each server as [127.0.0.1]:PORT, what OpenSSH looks up for
+	// HostName 127.0.0.1 and Port PORT, so no HostKeyAlias is needed.
+	fmt.Fprintf(&conf, "Host *\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n  UserKnownHostsFile %s\n"+
+		"  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  UpdateHostKeys no\n  BatchMode yes\n  LogLevel ERROR\n",
+		c.User, c.IdentityFile, c.KnownHosts)
+	cfg := filepath.Join(tb.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
 }
 
 // requireSSHD skips (or fails under CI=true) when sshd cannot run here.
@@ -325,6 +388,10 @@ func newServer(dir, name, login, authorized string, o options) (*Server, error) 
 	}
 	s.hostKeyLines = hostKeyLines
 	s.login, s.authorized = login, authorized
+	s.sftp = "internal-sftp"
+	if o.sftp != "" {
+		s.sftp = o.sftp
+	}
 	return s, nil
 }
 
@@ -369,7 +436,6 @@ func (s *Server) writeConfig() error {
 		"StrictModes no",
 		"UsePAM no",
 		"PidFile none",
-		"Subsystem sftp internal-sftp",
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
 		"PermitRootLogin prohibit-password",
@@ -378,6 +444,12 @@ func (s *Server) writeConfig() error {
 		"UseDNS no",
 		"LogLevel INFO",
 	)
+	if s.sftp != "none" {
+		lines = append(lines, "Subsystem sftp "+s.sftp)
+	}
+	if s.WorkDir != "" {
+		lines = append(lines, `ForceCommand cd `+s.WorkDir+` && exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"`)
+	}
 	return os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/cutover/cutover/nodes/sshdtest"
 )
 
@@ -91,4 +93,36 @@ func lookupUID(t *testing.T, name string) uint32 {
 		t.Fatal(err)
 	}
 	return uint32(uid)
+}
+
+// TestRootLogin checks that WithRootLogin servers let root in with the
+// cluster's key.
+func TestRootLogin(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	if c.User != "root" {
+		t.Fatalf("User = %q, want root", c.User)
+	}
+	s := c.Servers[0]
+	client, err := ssh.Dial("tcp", net.JoinHostPort(s.Addr, strconv.Itoa(s.Port)), &ssh.ClientConfig{
+		User:            c.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(c.Signer)},
+		HostKeyCallback: ssh.FixedHostKey(s.HostKey),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	session, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	out, err := session.Output("id -u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(bytes.TrimSpace(out)); got != "0" {
+		t.Errorf("id -u = %q, want 0", got)
+	}
 }

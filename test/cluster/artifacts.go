@@ -15,24 +15,24 @@ import (
 
 // artifacts are the binaries a cluster installs.
 type artifacts struct {
-	bins    *demoapp.Binaries // the demo application, one executable per version
-	cutover string            // the cutover binary for the master
+	bins *demoapp.Binaries // the demo application, one executable per version
+	deb  string            // cutover's Debian package for the master
 }
 
 // shared holds the binaries built by this process, kept while any cluster of the process uses
 // them and removed with the last one.
 var shared struct {
-	mu      sync.Mutex
-	users   int
-	dir     string
-	bins    *demoapp.Binaries
-	cutover string
+	mu    sync.Mutex
+	users int
+	dir   string
+	bins  *demoapp.Binaries
+	deb   string
 }
 
 // acquireArtifacts returns the binaries for a new cluster, building what this process has not
-// built yet, and the function that gives them back. cutoverBin, when set, is used instead of
-// building cutover.
-func acquireArtifacts(ctx context.Context, cutoverBin string) (_ *artifacts, release func(), err error) {
+// built yet, and the function that gives them back. deb, when set, is used instead of building
+// cutover's package.
+func acquireArtifacts(ctx context.Context, deb string) (_ *artifacts, release func(), err error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	defer func() {
@@ -47,13 +47,13 @@ func acquireArtifacts(ctx context.Context, cutoverBin string) (_ *artifacts, rel
 		}
 		shared.dir = dir
 	}
-	if cutoverBin != "" {
-		fi, err := os.Stat(cutoverBin)
+	if deb != "" {
+		fi, err := os.Stat(deb)
 		if err != nil {
-			return nil, nil, fmt.Errorf("cutover binary: %w", err)
+			return nil, nil, fmt.Errorf("cutover package: %w", err)
 		}
-		if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-			return nil, nil, fmt.Errorf("cutover binary %s: not an executable file", cutoverBin)
+		if !fi.Mode().IsRegular() || !strings.HasSuffix(deb, ".deb") {
+			return nil, nil, fmt.Errorf("cutover package %s: not a .deb file", deb)
 		}
 	}
 	// The two builds are independent: run them side by side.
@@ -66,23 +66,20 @@ func acquireArtifacts(ctx context.Context, cutoverBin string) (_ *artifacts, rel
 			shared.bins, berr = buildDemoapp(ctx, filepath.Join(shared.dir, "demoapp"))
 		}()
 	}
-	if cutoverBin == "" && shared.cutover == "" {
+	if deb == "" && shared.deb == "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			path := filepath.Join(shared.dir, "cutover")
-			if cerr = buildCutover(ctx, path); cerr == nil {
-				shared.cutover = path
-			}
+			shared.deb, cerr = buildPackage(ctx, filepath.Join(shared.dir, "cutover"))
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(berr, cerr); err != nil {
 		return nil, nil, err
 	}
-	art := &artifacts{bins: shared.bins, cutover: cutoverBin}
-	if art.cutover == "" {
-		art.cutover = shared.cutover
+	art := &artifacts{bins: shared.bins, deb: deb}
+	if art.deb == "" {
+		art.deb = shared.deb
 	}
 	shared.users++
 	return art, sync.OnceFunc(func() {
@@ -100,7 +97,7 @@ func resetShared() {
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
-	shared.dir, shared.bins, shared.cutover = "", nil, ""
+	shared.dir, shared.bins, shared.deb = "", nil, ""
 }
 
 // moduleRoot returns the directory of this module's go.mod.
@@ -128,17 +125,35 @@ func buildDemoapp(ctx context.Context, dir string) (*demoapp.Binaries, error) {
 	return bins, nil
 }
 
-// buildCutover builds a static ./cmd/cutover into out.
-func buildCutover(ctx context.Context, out string) error {
+// buildPackage builds a static ./cmd/cutover and cutover's Debian package from it in dir, as
+// `make deb` does, and returns the package's path.
+func buildPackage(ctx context.Context, dir string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
-		return fmt.Errorf("build cutover: %w", err)
+		return "", fmt.Errorf("build cutover: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/cutover")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build cutover: %w", err)
+	}
+	bin := filepath.Join(dir, "cutover")
+	version, err := exec.CommandContext(ctx, filepath.Join(root, "packaging/version.sh")).Output()
+	if err != nil {
+		return "", fmt.Errorf("build cutover: packaging/version.sh: %w", err)
+	}
+	ldflags := "-s -w -X main.version=" + strings.TrimSpace(string(version))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "./cmd/cutover")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build cutover: %w: %s", err, tail(string(msg), 8))
+		return "", fmt.Errorf("build cutover: %w: %s", err, tail(string(msg), 8))
 	}
-	return nil
+	var stderr strings.Builder
+	cmd = exec.CommandContext(ctx, filepath.Join(root, "packaging/build-deb.sh"), bin, dir)
+	cmd.Dir = root
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("build cutover's package: %w: %s", err, tail(stderr.String(), 8))
+	}
+	return strings.TrimSpace(string(out)), nil
 }

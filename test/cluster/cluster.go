@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -28,6 +29,7 @@ const (
 // Paths on the nodes.
 const (
 	cutoverPath = "/usr/sbin/cutover"
+	debPath     = "/var/cache/cutover.deb" // the package, staged on the master until dpkg -i installs it
 	demoappPath = "/usr/lib/demoapp/default/usr/sbin/demoapp"
 	hostKeyPub  = "/etc/ssh/ssh_host_ed25519_key.pub"
 	knownHosts  = "/root/.ssh/known_hosts"
@@ -53,9 +55,9 @@ type Options struct {
 	Missing map[string][]string
 	// Live is the version every node runs at first; empty means "1.0.0".
 	Live string
-	// Cutover is the path of a cutover binary to install on the master; empty means build
-	// ./cmd/cutover of this module (once per process).
-	Cutover string
+	// Package is the path of cutover's Debian package, installed on the master with dpkg -i;
+	// empty means $CUTOVER_DEB, or else one built from this module (once per process).
+	Package string
 	// Logf, when set, receives one line per step with its duration.
 	Logf func(format string, args ...any)
 }
@@ -135,6 +137,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.Package == "" {
+		o.Package = os.Getenv("CUTOVER_DEB")
+	}
 	return o, nil
 }
 
@@ -178,7 +183,7 @@ func (o Options) specs(nodes []Node) []demoapp.NodeSpec {
 
 // Start starts a cluster: the node image (built once, then cached), a network, one container
 // per node with the demo application staged before its first boot, root's SSH key on the master
-// and known_hosts for every node, and the cutover binary on the master. It returns when every
+// and known_hosts for every node, and cutover's package installed on the master with dpkg -i. It returns when every
 // node's sshd accepts the master's key and every demo daemon runs. Leftovers of an earlier
 // cluster of the same name are removed first; on failure, Start removes what it made.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
@@ -210,7 +215,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	go func() {
 		defer wg.Done()
 		t := time.Now()
-		art, c.release, aerr = acquireArtifacts(ctx, opts.Cutover)
+		art, c.release, aerr = acquireArtifacts(ctx, opts.Package)
 		if aerr == nil {
 			logf("cluster %s: binaries ready in %s", opts.Name, since(t))
 		}
@@ -280,6 +285,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	logf("cluster %s: %d nodes booted, sshd answers, in %s", opts.Name, len(c.Nodes), since(t))
+
+	t = time.Now()
+	if err := c.installPackage(ctx); err != nil {
+		return nil, err
+	}
+	logf("cluster %s: cutover's package installed on %s in %s", opts.Name, c.Master, since(t))
 
 	t = time.Now()
 	err = forEach(c.Nodes, func(_ int, n Node) error { return c.WaitDaemon(ctx, n.Name) })
@@ -387,6 +398,19 @@ func (c *Cluster) ReadFile(ctx context.Context, node, path string) ([]byte, erro
 		return nil, fmt.Errorf("%s: read %s: %w", node, path, err)
 	}
 	return []byte(res.Stdout), nil
+}
+
+// WriteFile writes data to the file at path on node (a new file gets mode 0600; the
+// directory must exist).
+func (c *Cluster) WriteFile(ctx context.Context, node, path string, data []byte) error {
+	res, err := c.execInput(ctx, node, data, "sh", "-c", `umask 077 && cat > "$1"`, "write", path)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("%s: write %s: %w", node, path, err)
+	}
+	return nil
 }
 
 // Logs returns the console output of node's init and sshd since the container was created.
@@ -500,4 +524,16 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// installPackage installs the cutover package staged on the master, as an operator does.
+func (c *Cluster) installPackage(ctx context.Context) error {
+	res, err := c.Exec(ctx, c.Master, "sh", "-c", "dpkg -i "+debPath+" && rm -f "+debPath)
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("cluster %s: dpkg -i cutover on %s: %w\n%s%s", c.Name, c.Master, err, res.Stdout, res.Stderr)
+	}
+	return nil
 }

@@ -88,9 +88,11 @@ func TestCluster(t *testing.T) {
 		echo "config $(sha256sum </var/lib/demoapp/config.json | cut -c1-16)"
 		echo "master $(cat /var/lib/demoapp/master)"
 		echo "authorized_keys $(stat -c %a /root/.ssh/authorized_keys)"
-		[ -x /usr/sbin/cutover ] && echo "cutover $(/usr/sbin/cutover version)"
+		[ -x /usr/sbin/cutover ] && [ "$(dpkg-query -W -f '${Status}' cutover 2>/dev/null)" = "install ok installed" ] &&
+			echo "cutover $(/usr/sbin/cutover version)"
 		[ -f /etc/cutover/cutover.toml ] && echo "cutover.toml"
-		grep -q '^@reboot root .*/usr/sbin/cutover upgrade --resume' /etc/cron.d/cutover 2>/dev/null && echo "resume-at-boot"
+		grep -q '^PATH=' /etc/cron.d/cutover 2>/dev/null &&
+			grep -q '^@reboot root .*/usr/sbin/cutover upgrade --resume' /etc/cron.d/cutover && echo "resume-at-boot"
 		true`
 		configs := map[string]bool{}
 		for _, n := range c.Nodes {
@@ -129,7 +131,7 @@ func TestCluster(t *testing.T) {
 			_, hasTOML := got["cutover.toml"]
 			_, hasResume := got["resume-at-boot"]
 			if master := n.Name == c.Master; hasCutover != master || hasTOML != master || hasResume != master {
-				t.Errorf("%s: cutover binary %v, cutover.toml %v, @reboot resume %v; want all %v", n.Name, hasCutover, hasTOML, hasResume, master)
+				t.Errorf("%s: cutover package installed %v, cutover.toml %v, @reboot resume %v; want all %v", n.Name, hasCutover, hasTOML, hasResume, master)
 			}
 			configs[got["config"]] = true
 		}

@@ -117,7 +117,9 @@ func runImageScript(ctx context.Context, args ...string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "build.sh"), args...)
+	// Run by bash rather than exec'd: a child forked by another goroutine while the script was
+	// being written may still hold it open for writing, and exec would fail (text file busy).
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(dir, "build.sh")}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

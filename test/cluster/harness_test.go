@@ -249,11 +249,11 @@ func fakeArtifacts(t *testing.T) *artifacts {
 		}
 		bins.Paths[v] = p
 	}
-	cut := filepath.Join(dir, "cutover")
-	if err := os.WriteFile(cut, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	deb := filepath.Join(dir, "cutover.deb")
+	if err := os.WriteFile(deb, []byte("!<arch>\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &artifacts{bins: bins, cutover: cut}
+	return &artifacts{bins: bins, deb: deb}
 }
 
 // tarEntry is what a staged archive says about one path.
@@ -304,7 +304,7 @@ func TestStageTree(t *testing.T) {
 			"./root/.ssh/":                {tar.TypeDir, 0o700, "", 0},
 			"./root/.ssh/authorized_keys": {tar.TypeReg, 0o600, "", 0},
 			"./root/.ssh/id_ed25519":      {tar.TypeReg, 0o600, "", 0},
-			"./usr/sbin/cutover":          {tar.TypeReg, 0o755, "", 0},
+			"./var/cache/cutover.deb":     {tar.TypeReg, 0o644, "", 0},
 			"./etc/demoapp/lib":           {tar.TypeSymlink, 0o777, "/usr/lib/demoapp/1.0.0", 0},
 			"./usr/lib/demoapp/default":   {tar.TypeSymlink, 0o777, "/etc/demoapp/lib", 0},
 			"./usr/lib/demoapp/1.2.0/":    {tar.TypeDir, 0o755, "", 0},
@@ -313,7 +313,7 @@ func TestStageTree(t *testing.T) {
 			"./root/.ssh/authorized_keys": {tar.TypeReg, 0o600, "", 0},
 			"./etc/demoapp/share":         {tar.TypeSymlink, 0o777, "/usr/share/demoapp/1.0.0", 0},
 			"./usr/lib/demoapp/1.1.0/":    {tar.TypeDir, 0o755, "", 0},
-		}, []string{"./root/.ssh/id_ed25519", "./usr/sbin/cutover", "./usr/lib/demoapp/1.2.0/", "./usr/share/demoapp/1.2.0/", "./etc/cutover/cutover.toml"}},
+		}, []string{"./root/.ssh/id_ed25519", "./var/cache/cutover.deb", "./usr/sbin/cutover", "./usr/lib/demoapp/1.2.0/", "./usr/share/demoapp/1.2.0/", "./etc/cutover/cutover.toml"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.Name, func(t *testing.T) {

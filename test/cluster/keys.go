@@ -53,13 +53,19 @@ func (c *Cluster) writeKnownHosts(ctx context.Context) error {
 	err := forEach(c.Nodes, func(i int, n Node) error {
 		ctx, cancel := withDefaultTimeout(ctx, 60*time.Second)
 		defer cancel()
+		var last error
 		for {
+			// The file may exist before ssh-keygen has written the key into it.
 			res, err := c.Exec(ctx, n.Name, "cat", hostKeyPub)
 			if err == nil && res.ExitCode == 0 {
-				lines[i], err = knownHostsLine(n, res.Stdout)
-				return err
+				if lines[i], last = knownHostsLine(n, res.Stdout); last == nil {
+					return nil
+				}
 			}
 			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				if last != nil {
+					return last
+				}
 				return fmt.Errorf("%s: wait for the host key: %w", n.Name, err)
 			}
 		}

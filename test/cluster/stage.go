@@ -43,7 +43,7 @@ var systemDirModes = map[string]int64{
 var mergedUsr = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
 // stage writes node n's installation into its (created, not yet started) container: the demo
-// application, root's SSH files and, on the master, the cutover binary.
+// application, root's SSH files and, on the master, cutover's package (installed after boot).
 func (c *Cluster) stage(ctx context.Context, n Node, art *artifacts, spec demoapp.NodeSpec, key masterKey) error {
 	root, err := os.MkdirTemp("", "cutover-stage-"+n.Name+"-")
 	if err != nil {
@@ -71,14 +71,14 @@ func stageTree(root string, art *artifacts, spec demoapp.NodeSpec, key masterKey
 	}
 	files := []file{{"root/.ssh/authorized_keys", key.public, 0o600}}
 	if master {
-		bin, err := os.ReadFile(art.cutover)
+		deb, err := os.ReadFile(art.deb)
 		if err != nil {
-			return fmt.Errorf("cutover binary: %w", err)
+			return fmt.Errorf("cutover package: %w", err)
 		}
 		files = append(files,
 			file{"root/.ssh/id_ed25519", key.private, 0o600},
 			file{"root/.ssh/id_ed25519.pub", key.public, 0o644},
-			file{strings.TrimPrefix(cutoverPath, "/"), bin, 0o755},
+			file{strings.TrimPrefix(debPath, "/"), deb, 0o644},
 		)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "root/.ssh"), 0o700); err != nil {

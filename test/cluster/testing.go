@@ -60,7 +60,8 @@ func New(t testing.TB, opts Options) *Cluster {
 }
 
 // prerequisites checks that this machine can run a cluster: Docker answers, iproute2 is there,
-// and debootstrap is there unless the node image is already built.
+// dpkg-deb is there to build cutover's package unless $CUTOVER_DEB names one, and debootstrap
+// is there unless the node image is already built.
 func prerequisites(ctx context.Context) error {
 	if _, err := exec.LookPath("docker"); err != nil {
 		return errors.New("docker is not installed")
@@ -72,6 +73,9 @@ func prerequisites(ctx context.Context) error {
 	}
 	if _, err := ipCommand(); err != nil {
 		return err
+	}
+	if _, err := exec.LookPath("dpkg-deb"); err != nil && os.Getenv("CUTOVER_DEB") == "" {
+		return errors.New("dpkg-deb is not installed: it builds cutover's package for the master (run test/setup.sh)")
 	}
 	image, err := imageTag(ctx)
 	if err != nil {

@@ -30,7 +30,6 @@ const (
 	masterPath   = "/var/lib/demoapp/master"
 	bootHookPath = "/etc/boot.d/demoapp"
 	cutoverTOML  = "/etc/cutover/cutover.toml"
-	cronPath     = "/etc/cron.d/cutover"
 	program      = "/usr/lib/demoapp/default/usr/sbin/demoapp" // the live version's program
 )
 
@@ -38,11 +37,6 @@ const (
 const bootHook = `#!/bin/sh
 # Starts the demoapp daemon of the live version (/etc/demoapp/lib) at boot.
 ` + program + ` ensure-dirs && exec ` + program + ` daemon start
-`
-
-// cronTab resumes an interrupted cutover run when the master boots.
-const cronTab = `# cutover continues an interrupted upgrade when the master boots; it does nothing otherwise.
-@reboot root [ -x /usr/sbin/cutover ] && /usr/sbin/cutover upgrade --resume >>/var/log/cutover-resume.log 2>&1
 `
 
 // NodeAddr names one node of the demo cluster.
@@ -66,8 +60,8 @@ type NodeSpec struct {
 // /usr/{lib,share}/demoapp/default to them, /var/lib/demoapp/config.json at Live's schema
 // (the same on every node), /var/lib/demoapp/master, the state directories, and the boot
 // hook /etc/boot.d/demoapp. On the master it also writes /etc/cutover/cutover.toml
-// ([CutoverConfig]) and /etc/cron.d/cutover (resume at boot). A bad spec is refused before
-// anything is written.
+// ([CutoverConfig]); cutover itself, and its resume at boot, come with cutover's package. A
+// bad spec is refused before anything is written.
 func Stage(root string, bins *Binaries, spec NodeSpec) error {
 	spec, err := checkSpec(bins, spec)
 	if err != nil {
@@ -86,11 +80,7 @@ func Stage(root string, bins *Binaries, spec NodeSpec) error {
 	}
 	t := tree{root: root}
 	for _, v := range spec.Versions {
-		t.dir(path.Join(libDir, v, "usr/sbin"), 0o755)
-		t.copyFile(path.Join(libDir, v, "usr/sbin/demoapp"), bins.Paths[v], 0o755)
-		t.dir(path.Join(shareDir, v), 0o755)
-		t.file(path.Join(shareDir, v, "VERSION"), []byte(v+"\n"), 0o644)
-		t.migrations(path.Join(shareDir, v, "cutover/migrations"), v)
+		t.version(bins, v)
 	}
 	t.dir(etcDir, 0o755)
 	t.link(path.Join(etcDir, "lib"), path.Join(libDir, spec.Live))
@@ -109,15 +99,26 @@ func Stage(root string, bins *Binaries, spec NodeSpec) error {
 	t.file(bootHookPath, []byte(bootHook), 0o755)
 
 	if spec.Name == spec.Master {
-		t.dir(path.Dir(cutoverTOML), 0o755)
-		t.file(cutoverTOML, CutoverConfig(spec.Master, spec.Nodes), 0o644)
-		t.dir(path.Dir(cronPath), 0o755)
-		t.file(cronPath, []byte(cronTab), 0o644)
+		t.dir(path.Dir(cutoverTOML), 0o700)
+		t.file(cutoverTOML, CutoverConfig(spec.Master, spec.Nodes), 0o600)
 	}
 	if t.err != nil {
 		return fmt.Errorf("stage %s: %w", spec.Name, t.err)
 	}
 	return nil
+}
+
+// version writes the lib and share trees of version v: the program, VERSION, the migrations
+// that lead up to it and its upgrade policy.
+func (t *tree) version(bins *Binaries, v string) {
+	t.dir(path.Join(libDir, v, "usr/sbin"), 0o755)
+	t.copyFile(path.Join(libDir, v, "usr/sbin/demoapp"), bins.Paths[v], 0o755)
+	t.dir(path.Join(shareDir, v), 0o755)
+	t.file(path.Join(shareDir, v, "VERSION"), []byte(v+"\n"), 0o644)
+	t.migrations(path.Join(shareDir, v, "cutover/migrations"), v)
+	if p, ok := upgradePolicies[minorOf(v)]; ok {
+		t.file(path.Join(shareDir, v, "cutover/upgrade-policy.json"), []byte(p), 0o644)
+	}
 }
 
 // nameRE matches a node name: a host name of letters, digits, '-' and '.'.
@@ -283,6 +284,10 @@ func (t *tree) migrations(dir, version string) {
 		t.file(path.Join(dir, ent.Name()), data, 0o644)
 	}
 }
+
+// upgradePolicies are the upgrade-policy.json files the versions ship, by minor: 1.2 runs
+// beside 1.1, so a rolling run between them is allowed.
+var upgradePolicies = map[string]string{"1.2": `{"rolling_from": ">= 1.1, < 1.2"}` + "\n"}
 
 // minorAtMost reports whether the MAJOR.MINOR a is not newer than b.
 func minorAtMost(a, b string) bool {

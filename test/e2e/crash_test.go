@@ -3,13 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/test/cluster"
+	"github.com/cutover/cutover/upgrade"
 )
 
 // holdDir is where the tests set stage holds on the master (see upgrade.HoldDirEnv). It is on
@@ -70,17 +70,31 @@ func (h *heldRun) wait(t *testing.T) cluster.Result {
 	return cluster.Result{}
 }
 
-// stagesRun lists the stages a run in direction dir executes on the demo cluster (redist-conf
-// and restart are skipped there: cutover copies the config itself before the daemons start).
-func stagesRun(dir string) []string {
-	all := []string{"preflight", "verify-installed", "intent", "drain", "pause-reconciler", "stop-master", "reverify",
-		"stop-nodes", "backup", "config-downgrade", "switch", "config-upgrade", "ensure-dirs", "start",
-		"undrain", "post-upgrade", "finish"}
-	skip := "config-downgrade"
-	if dir == "downgrade" {
-		skip = "config-upgrade"
+// stagesRun lists the stages a run in direction dir executes on the demo cluster, as the
+// stage machine plans them with the demo's configuration (redist-conf and restart are
+// skipped there: cutover copies the config itself before the daemons start). beforeIntent
+// is how many of them run before the intent is written.
+func stagesRun(t *testing.T, dir upgrade.Direction) (stages []string, beforeIntent int) {
+	t.Helper()
+	cfg, err := upgrade.LoadConfig("../../docs/examples/demo.toml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return slices.DeleteFunc(all, func(s string) bool { return s == skip })
+	inv, err := upgrade.Inventory(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &upgrade.Run{Target: upgrade.Target{Direction: dir}, Config: cfg, Inventory: inv, Online: inv.Online()}
+	for _, st := range r.StagePlan() {
+		if st.Skipped {
+			continue
+		}
+		stages = append(stages, st.Name)
+		if st.Name == "intent" {
+			beforeIntent = len(stages)
+		}
+	}
+	return stages, beforeIntent
 }
 
 // TestKillInEveryStage kills cutover with SIGKILL inside every stage of an upgrade and of a
@@ -88,12 +102,16 @@ func stagesRun(dir string) []string {
 // with every job done. Before the intent exists there is nothing to resume, the cluster is as
 // before, the killed run is closed in the journal, and a new run converges.
 func TestKillInEveryStage(t *testing.T) {
-	for _, d := range []struct{ name, from, to string }{{"upgrade", "1.0.0", "1.1.0"}, {"downgrade", "1.1.0", "1.0.0"}} {
+	for _, d := range []struct {
+		name, from, to string
+		dir            upgrade.Direction
+	}{{"upgrade", "1.0.0", "1.1.0", upgrade.Up}, {"downgrade", "1.1.0", "1.0.0", upgrade.Down}} {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
 			c := cluster.New(t, cluster.Options{Live: d.from})
 			all := online(c)
-			for _, stage := range stagesRun(d.name) {
+			stages, beforeIntent := stagesRun(t, d.dir)
+			for i, stage := range stages {
 				t.Run(stage, func(t *testing.T) {
 					jobs := submitJobs(t, c, 1, 1)
 					h := startHeld(t, c, stage, "upgrade", "--to="+d.to, "--yes")
@@ -106,7 +124,7 @@ func TestKillInEveryStage(t *testing.T) {
 					if res.ExitCode != 0 {
 						t.Fatalf("resume after a kill in %s: exit %d", stage, res.ExitCode)
 					}
-					if stage == "preflight" || stage == "verify-installed" || stage == "intent" {
+					if i < beforeIntent {
 						// Killed before the intent was written (a hold stops a stage before
 						// its work): nothing to resume, nothing changed.
 						if res.Stdout != "" {

@@ -197,9 +197,7 @@ func checkRunComplete(t *testing.T, c *cluster.Cluster, from, to string) journal
 	if r.From != from || r.To != to || r.Outcome != journal.Succeeded || r.Ended.IsZero() {
 		t.Errorf("last run %d: %s -> %s %s, want %s -> %s done", r.ID, r.From, r.To, r.Outcome, from, to)
 	}
-	for _, stage := range []string{"preflight", "verify-installed", "intent", "drain", "pause-reconciler", "stop-master", "reverify",
-		"stop-nodes", "backup", "config-downgrade", "switch", "config-upgrade", "ensure-dirs", "start", "redist-conf",
-		"restart", "undrain", "post-upgrade", "finish"} {
+	for _, stage := range upgradeStages() {
 		st, ok := r.StageState(stage)
 		if !ok || st != journal.Done && st != journal.Skipped {
 			t.Errorf("run %d: stage %s is %q, want done or skipped", r.ID, stage, st)

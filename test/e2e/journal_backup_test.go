@@ -8,12 +8,17 @@ import (
 	"testing"
 
 	"github.com/cutover/cutover/test/cluster"
+	"github.com/cutover/cutover/upgrade"
 )
 
-// upgradeStages are the 19 stages of a run, in order.
-var upgradeStages = []string{"preflight", "verify-installed", "intent", "drain", "pause-reconciler", "stop-master", "reverify",
-	"stop-nodes", "backup", "config-downgrade", "switch", "config-upgrade", "ensure-dirs", "start", "redist-conf",
-	"restart", "undrain", "post-upgrade", "finish"}
+// upgradeStages are the names of the stages of a run, in order, as the stage machine lists them.
+func upgradeStages() []string {
+	var out []string
+	for _, st := range upgrade.Stages() {
+		out = append(out, st.Name())
+	}
+	return out
+}
 
 // TestJournalAndBackup upgrades the cluster, reads the run back from the journal, lists the
 // backup the run took, and restores it on the master: refused while the daemons run, then,
@@ -32,7 +37,7 @@ func TestJournalAndBackup(t *testing.T) {
 		t.Errorf("journal: exit %d, want run 1 listed as done:\n%s", res.ExitCode, res.Stdout)
 	}
 	res = cutover(t, c, "journal", "1")
-	for i, stage := range upgradeStages {
+	for i, stage := range upgradeStages() {
 		if !regexp.MustCompile(`(?m)^` + strconv.Itoa(i+1) + ` +` + regexp.QuoteMeta(stage) + ` +(done|skipped) `).MatchString(res.Stdout) {
 			t.Errorf("journal 1 does not show stage %d %s done or skipped", i+1, stage)
 		}
@@ -69,8 +74,8 @@ func TestJournalAndBackup(t *testing.T) {
 			}
 		}
 	}
-	if len(stages) != len(upgradeStages) || switched != len(c.Nodes) {
-		t.Errorf("journal 1 --output json: %d stages, switch ok on %d nodes; want %d and %d", len(stages), switched, len(upgradeStages), len(c.Nodes))
+	if len(stages) != len(upgradeStages()) || switched != len(c.Nodes) {
+		t.Errorf("journal 1 --output json: %d stages, switch ok on %d nodes; want %d and %d", len(stages), switched, len(upgradeStages()), len(c.Nodes))
 	}
 	for _, id := range []string{"abc", "99999", "1;rm"} {
 		if res := cutover(t, c, "journal", id); res.ExitCode != 2 {

@@ -26,7 +26,7 @@ func TestUpgradeAndDowngrade(t *testing.T) {
 		if res.ExitCode != 0 {
 			t.Fatalf("%s -> %s: exit %d", s.from, s.to, res.ExitCode)
 		}
-		if !strings.Contains(res.Stdout, "done: demoapp "+s.to+" on 4/4 nodes") {
+		if !strings.Contains(res.Stdout, "done: demoapp "+s.to+" on 4 nodes") {
 			t.Errorf("%s -> %s: no done line", s.from, s.to)
 		}
 		checkAt(t, c, s.to, all...)
@@ -88,7 +88,7 @@ func TestUpgradeSkipsOfflineNode(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d, want 0", res.ExitCode)
 	}
-	if !strings.Contains(res.Stdout, "node4") || !strings.Contains(res.Stdout, "3/4 nodes") {
+	if !strings.Contains(res.Stdout, "node4") || !strings.Contains(res.Stdout, "on 3 of 4 nodes") {
 		t.Errorf("output does not report node4 offline:\n%s", res.Stdout)
 	}
 	checkAt(t, c, "1.1.0", "node1", "node2", "node3")

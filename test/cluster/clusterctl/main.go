@@ -2,7 +2,8 @@
 // containers the end-to-end tests use (package cluster), for trying cutover out and for
 // reproducing a failure.
 //
-//	clusterctl [-name NAME] up [-nodes N] [-cutover FILE]
+//	clusterctl [-name NAME] up [-nodes N] [-live VERSION] [-package FILE] [-missing VERSIONS]
+//	clusterctl [-name NAME] release NODE VERSION PATH
 //	clusterctl [-name NAME] down
 //	clusterctl [-name NAME] status
 //	clusterctl [-name NAME] reboot|crash|poweroff|poweron|cut|heal NODE
@@ -13,20 +14,27 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cutover/cutover/test/cluster"
+	"github.com/cutover/cutover/test/demoapp"
 )
 
 const usage = `usage:
-  clusterctl [-name NAME] up [-nodes N] [-cutover FILE]   start a cluster (removes an old one of that name)
+  clusterctl [-name NAME] up [-nodes N] [-live VERSION] [-package FILE] [-missing V,...]
+                                                           start a cluster (removes an old one of that name)
+                                                           without the demo versions V on any node
+  clusterctl [-name NAME] release NODE VERSION PATH        write the demo application's VERSION as a
+                                                           release tarball to PATH on NODE
   clusterctl [-name NAME] down                             remove it
   clusterctl [-name NAME] status                           list its nodes and whether they run
   clusterctl [-name NAME] reboot NODE                      kill and start NODE again
@@ -75,12 +83,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		up := flag.NewFlagSet("up", flag.ContinueOnError)
 		up.SetOutput(stderr)
 		nodes := up.Int("nodes", cluster.DefaultNodes, "number of nodes, the master included")
-		bin := up.String("cutover", "", "cutover binary for the master (default: build ./cmd/cutover)")
+		deb := up.String("package", "", "cutover's Debian package for the master (default: build one)")
+		without := up.String("missing", "", "comma-separated demo versions installed on no node")
+		live := up.String("live", "", "the version every node runs at first (default 1.0.0)")
 		if err := up.Parse(args); err != nil || up.NArg() != 0 {
 			fmt.Fprint(stderr, usage)
 			return 2
 		}
-		c, err := cluster.Start(ctx, cluster.Options{Name: name, Nodes: *nodes, Cutover: *bin, Logf: logf})
+		missing := map[string][]string{}
+		if *without != "" {
+			for k := 1; k <= *nodes; k++ {
+				missing[fmt.Sprintf("node%d", k)] = strings.Split(*without, ",")
+			}
+		}
+		c, err := cluster.Start(ctx, cluster.Options{Name: name, Nodes: *nodes, Live: *live, Package: *deb, Missing: missing, Logf: logf})
 		if err != nil {
 			return fail(err)
 		}
@@ -130,6 +146,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return res.ExitCode
 	}
 
+	if cmd == "release" {
+		if len(args) != 3 {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		c, err := cluster.Attach(ctx, name)
+		if err != nil {
+			return fail(err)
+		}
+		if err := release(ctx, c, args[0], args[1], args[2]); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "cluster %s: %s: demoapp %s release written to %s\n", name, args[0], args[1], args[2])
+		return 0
+	}
+
 	faults := map[string]func(*cluster.Cluster, context.Context, string) error{
 		"reboot":   (*cluster.Cluster).Reboot,
 		"crash":    (*cluster.Cluster).Crash,
@@ -153,6 +185,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cluster %s: %s %s done in %s\n", name, cmd, args[0], time.Since(start).Round(10*time.Millisecond))
 	return 0
+}
+
+// release builds the demo application and writes version's release tarball to path on node.
+func release(ctx context.Context, c *cluster.Cluster, node, version, path string) error {
+	dir, err := os.MkdirTemp("", "clusterctl-release-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bins, err := demoapp.Build(ctx, dir)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := demoapp.Release(&buf, bins, version); err != nil {
+		return err
+	}
+	return c.WriteFile(ctx, node, path, buf.Bytes())
 }
 
 // printNodes lists the nodes of c with their addresses and whether they answer.

@@ -91,8 +91,7 @@ func parseConfig(data []byte, own string) (*appConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("own %w", err)
 	}
-	s, ok := schemas[ownMinor]
-	if !ok {
+	if _, ok := schemas[ownMinor]; !ok {
 		return nil, fmt.Errorf("no config schema for version %s", own)
 	}
 	p := parser{}
@@ -100,9 +99,13 @@ func parseConfig(data []byte, own string) (*appConfig, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
-	if minor, err := minorOf(c.version); err != nil || minor != ownMinor {
+	minor, err := minorOf(c.version)
+	if err != nil || (minor != ownMinor && rollingFrom[ownMinor] != minor) {
 		return nil, fmt.Errorf("config version %s does not match daemon version %s", c.version, own)
 	}
+	// A version that runs beside an older one reads the older one's config with its schema.
+	ownMinor = minor
+	s := schemas[ownMinor]
 	p.keys(raw, "", "version", "cluster", "nodes", "queue")
 
 	cluster := p.obj(raw, "", "cluster")

@@ -18,6 +18,17 @@
 //	demoapp ensure-dirs                  create the state directories, fix their modes
 //	demoapp post-upgrade --from VERSION  record the upgrade in /var/lib/demoapp/post-upgrade.log
 //	demoapp verify                       every online node answers with this version
+//	demoapp node drain|undrain NODE      master: take a node out of service for the load client, or back
+//	demoapp node verify NODE             master: NODE's daemon answers, whichever version it runs
+//	demoapp load [--seconds N]           master: a client sending GET /status to every node not drained,
+//	                                     in turn; prints each failure and, at the end, the requests
+//	                                     each node served and failed (ends early on /run/demoapp/load.stop)
+//
+// # Mixed versions
+//
+// 1.2 runs beside 1.1: a 1.2 daemon reads a 1.1 config with the 1.1 schema, so a rolling run
+// (cutover's [strategy] mode = "rolling") can switch the nodes one batch at a time while the
+// others serve; 1.2's tree declares it in cutover/upgrade-policy.json (rolling_from).
 //
 // Every command exits 0 on success and otherwise prints one line starting with "demoapp:"
 // on stderr and exits non-zero (2 for bad usage). Predicates print their answer on stdout:

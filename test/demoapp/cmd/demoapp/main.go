@@ -60,6 +60,10 @@ var commands = []command{
 	{"ensure-dirs", ensureDirs},
 	{"post-upgrade", postUpgrade},
 	{"verify", verify},
+	{"node drain", nodeDrain},
+	{"node undrain", nodeUndrain},
+	{"node verify", nodeVerify},
+	{"load", load},
 }
 
 // exitError carries an exit code and an optional message to main.

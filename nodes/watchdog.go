@@ -1,0 +1,199 @@
+package nodes
+
+import (
+	"fmt"
+	"time"
+)
+
+// Every command runs under a watchdog: a small POSIX sh program (below) that
+// cutover sends as the command line, so nodes need nothing but sh and /proc
+// (procps' pgrep, where present, shortens a kill).
+// The watchdog
+//
+//   - keeps the command's standard input as fd 3 and gives the command
+//     /dev/null instead;
+//   - when the Pool has a command tag, writes a record of the command
+//     (process group, pid, start time, boot id, node name) to the record
+//     directory;
+//   - forks the watcher, a subshell that reads the kept standard input and
+//     holds a copy of standard output;
+//   - execs `sh -c LINE` in its own place, so the command's exit status (or
+//     the signal that killed it) is what sshd or cutover sees, unchanged.
+//
+// cutover keeps the command's standard input open while it waits. It closes
+// it to stop the command (timeout or cancellation), and when cutover dies
+// the kernel closes it (the pipe locally, the TCP connection to sshd). When
+// standard input reaches end of file while the command still runs, the
+// watcher execs the killer, which sends SIGTERM to the command's process
+// group, SIGKILL to what is left after watcherGrace, having removed the
+// record first, and so lets go of standard output only when the group is
+// gone: a Run that stops a
+// command returns once its process group is gone. When the command ends by
+// itself, sshd closes its standard input; locally cutover writes "done"
+// first. Either way the watcher removes the record and exits without
+// killing anything, so processes the command started in the background
+// (daemons) keep running, as they always did.
+//
+// The watcher stays in the command's process group from its fork to its
+// end, ignoring SIGTERM, and dies of its own SIGKILL. That is what makes the
+// kill safe: a process group's id cannot be given to a new process while a
+// member of the group lives, so the group the watcher signals is always the
+// command's, never an unrelated one that was given the same number after
+// the command's processes had all gone (on a busy host with pid_max 32768,
+// numbers come round within minutes). Locally
+// the command's shell is started in a process group of its own with
+// Pdeathsig SIGKILL; since the shell may then die before the watcher reads
+// end of file, a local watcher ("local" mode) kills the group at any end of
+// file not preceded by "done", whether or not the shell still lives.
+
+// watcherGrace is how long a stopped command's processes have between
+// SIGTERM and SIGKILL; killerScript polls 10 times 0.1s.
+const watcherGrace = time.Second
+
+// killWait bounds how long stopping a command waits for its watcher to
+// report the process group gone (watcherGrace and some slack), so that a
+// node that stopped answering does not hold cutover up.
+const killWait = watcherGrace + 2*time.Second
+
+// rootRecordDir is where the records of a root login's commands live; other
+// logins keep theirs in ~/.cutover/cmd.
+const rootRecordDir = "/run/cutover/cmd"
+
+// recordDirScript sets cutover_dir to the record directory, "" when there is
+// none. Only root can write /run; without it (or for other logins) the
+// login's home directory holds the records. The watchdog's own variables
+// carry the cutover_ prefix: the command inherits those that its
+// environment happens to export.
+const recordDirScript = `if [ -w /run ]; then cutover_dir=` + rootRecordDir + `; else cutover_dir=${HOME:+$HOME/.cutover/cmd}; fi
+`
+
+// procStatScript defines cutover_pstat, which sets cutover_pg and
+// cutover_start to the process group (field 5) and start time (field 22) of
+// the /proc/PID/stat line it is given; the command name, which may hold
+// spaces, is cut off first.
+const procStatScript = `cutover_pstat() { set -- ${1##*) }; cutover_pg=$3 cutover_start=${20}; }
+`
+
+// killerScript kills the process group $1 and removes the record file $2
+// (if not ""). The watcher execs it in its own place, staying in the group,
+// so $$ is the watcher's pid. Between SIGTERM and SIGKILL it waits while a
+// process of the group other than itself runs; zombies that init has yet
+// to reap do not count. procps' pgrep says so quickly where it is
+// installed; elsewhere the shell reads /proc itself. Its last act kills the
+// watcher with the group. It must not contain single quotes: the wrapper
+// quotes it so.
+const killerScript = `pg=$1 rec=$2
+kill -TERM -"$pg" 2>/dev/null
+quick=
+pgrep -g "$pg" -r R >/dev/null 2>&1
+[ $? -le 1 ] && quick=1
+i=0
+while [ $i -lt 10 ]; do
+	left=
+	if [ -n "$quick" ]; then
+		for p in $(pgrep -g "$pg" -r D,R,S,T,t,W 2>/dev/null); do [ "$p" = $$ ] || left=1; done
+	else
+		for f in /proc/[0-9]*/stat; do
+			{ read -r l <"$f"; } 2>/dev/null || continue
+			[ "${l%% *}" = $$ ] && continue
+			set -- ${l##*) }
+			[ "$3" = "$pg" ] || continue
+			case $1 in Z|X) continue;; esac
+			left=1
+			break
+		done
+	fi
+	[ -n "$left" ] || break
+	sleep 0.1
+	i=$((i+1))
+done
+[ -z "$rec" ] || rm -f "$rec"
+kill -KILL -"$pg" 2>/dev/null
+`
+
+// wrapperScript is the watchdog; its arguments are the command line, the
+// mode ("local" or "ssh"), the command tag ("" for no record) and the node's
+// name. In the watcher, $$ is still the pid of the shell that execs the
+// command.
+const wrapperScript = `exec 3<&0 </dev/null
+` + procStatScript + `cutover_pg=$$ cutover_start=-
+{ read -r cutover_l </proc/$$/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
+case $cutover_pg in ''|0|1|*[!0-9]*) cutover_pg=$$;; esac
+cutover_rec=
+if [ -n "$3" ]; then
+	` + recordDirScript + `	if [ -n "$cutover_dir" ]; then
+		[ -d "$cutover_dir" ] || mkdir -p -m 700 "$cutover_dir" 2>/dev/null
+		{ read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null || cutover_boot=-
+		cutover_rec=$cutover_dir/$3.$$
+		{ echo "$cutover_pg $$ $cutover_start $cutover_boot $4" >"$cutover_rec"; } 2>/dev/null || cutover_rec=
+	fi
+fi
+{
+	trap "" TERM
+	k=1
+	while read -r l; do [ "$l" = done ] && k= && break; done
+	if [ -n "$k" ] && { [ "$2" = local ] || kill -0 $$ 2>/dev/null; }; then
+		exec sh -c '` + killerScript + `' cutover-kill "$cutover_pg" "$cutover_rec"
+	fi
+	[ -z "$cutover_rec" ] || rm -f "$cutover_rec"
+} <&3 4>&1 >/dev/null 2>&1 &
+exec sh -c "$1" 3<&-
+`
+
+// reapScript kills the commands recorded under tag $t for node $n whose
+// process still runs (same boot, same start time) with their process group,
+// and removes every record of $t for $n (and unreadable ones of $t).
+const reapScript = recordDirScript + `[ -n "$cutover_dir" ] && [ -d "$cutover_dir" ] || exit 0
+{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=-
+` + procStatScript + `for f in "$cutover_dir/$t".*; do
+	[ -f "$f" ] || continue
+	rg= rp= rs= rb= rn=
+	{ read -r rg rp rs rb rn <"$f"; } 2>/dev/null
+	[ -z "$rn" ] || [ "$rn" = "$n" ] || continue
+	case $rg in ''|0|1|*[!0-9]*) rg=;; esac
+	case $rp in ''|0|1|*[!0-9]*) rp=;; esac
+	if [ -n "$rg" ] && [ -n "$rp" ] && [ "$rb" = "$b" ] && { read -r l </proc/"$rp"/stat; } 2>/dev/null; then
+		cutover_pstat "$l"
+		if [ "$cutover_start" = "$rs" ]; then
+			if [ "$cutover_pg" = "$rg" ]; then kill -KILL -"$rg"; else kill -KILL "$rp"; fi 2>/dev/null
+		fi
+	fi
+	rm -f "$f"
+done
+`
+
+// watchdogArgs are the arguments of the sh that runs line under the
+// watchdog, in mode "local" or "ssh".
+func watchdogArgs(mode, line, tag, node string) []string {
+	return []string{"-c", wrapperScript, "cutover-cmd", line, mode, tag, node}
+}
+
+// sshLine is the command line that runs line under the watchdog over SSH.
+// The login shell execs sh, so that the command is sshd's own child and its
+// exit status or signal reaches cutover unchanged.
+func sshLine(line, tag, node string) string {
+	return "exec sh " + QuoteArgs(watchdogArgs("ssh", line, tag, node))
+}
+
+// reapLine is the command line that kills what commands of tag left
+// running on node.
+func reapLine(tag, node string) string {
+	return "t=" + Quote(tag) + " n=" + Quote(node) + "\n" + reapScript
+}
+
+// maxCommandTag bounds a command tag's length.
+const maxCommandTag = 64
+
+// checkCommandTag accepts "" and tags of lower-case letters, digits and
+// '-': a tag becomes part of a file name and of a shell line on the nodes.
+func checkCommandTag(tag string) error {
+	if len(tag) > maxCommandTag {
+		return fmt.Errorf("command tag %q: longer than %d characters", tag, maxCommandTag)
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return fmt.Errorf("command tag %q: %q is not allowed (lower-case letters, digits and '-' only)", tag, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,587 @@
+package nodes_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/nodes/sshdtest"
+)
+
+// These tests check that a command never outlives its run: stopped by a
+// timeout or a cancellation, with cutover killed, or left behind by an
+// execution that died, it is killed with every process it started. The
+// commands are `sleep S & sleep S; touch MARK`, with a duration S unique to
+// the test, so that /proc tells whether any of their processes lives on.
+
+// watchdogTransport is one way the tests reach a node.
+type watchdogTransport struct {
+	name    string
+	cluster *sshdtest.Cluster // the servers whose SSH settings the pool gets
+	node    string            // the node to run commands on
+}
+
+// login is the user the transport's commands run as.
+func (tr watchdogTransport) login() string {
+	if tr.node == localMaster {
+		u, err := user.Current()
+		if err != nil {
+			return ""
+		}
+		return u.Username
+	}
+	return tr.cluster.User
+}
+
+// recordDir is the directory where the transport's login keeps records.
+func (tr watchdogTransport) recordDir(t *testing.T) string {
+	t.Helper()
+	name := tr.login()
+	if name == "root" {
+		return nodes.RootRecordDir
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(u.HomeDir, ".cutover", "cmd")
+}
+
+// watchdogTransports starts the servers the tests need and returns the
+// local connection, SSH as the test login and SSH as root (the login
+// cutover uses by default, whose commands sshd refuses to signal), and a
+// directory every one of them may write.
+func watchdogTransports(t *testing.T) ([]watchdogTransport, string) {
+	t.Helper()
+	c := sshdtest.Start(t, 1)
+	root := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	return []watchdogTransport{
+		{name: "local", cluster: c, node: localMaster},
+		{name: "ssh", cluster: c, node: "node1"},
+		{name: "ssh-root", cluster: root, node: "node1"},
+	}, c.UserDir(t)
+}
+
+var uniqueCount atomic.Int64
+
+// uniqueSleep returns a sleep duration of about 30s that no other command
+// uses, to find a command's processes by.
+func uniqueSleep() string {
+	return fmt.Sprintf("30.%d%05d", os.Getpid(), uniqueCount.Add(1))
+}
+
+// uniqueTag returns a command tag no other test uses.
+func uniqueTag() string {
+	return fmt.Sprintf("test-%d-%d", os.Getpid(), uniqueCount.Add(1))
+}
+
+// slowScript returns a command that forks, sleeps for s twice over and then
+// touches mark, which therefore never exists if the command is killed.
+func slowScript(s, mark string) string {
+	return fmt.Sprintf("sleep %s & sleep %s; touch %s", s, s, nodes.Quote(mark))
+}
+
+// waitRunning waits until both sleeps of the command sleeping s run, and
+// reports whether they did before stop was closed or 15s passed.
+func waitRunning(t *testing.T, s string, stop <-chan struct{}) bool {
+	deadline := time.After(15 * time.Second)
+	for {
+		if len(processesWith(t, "sleep\x00"+s)) >= 2 {
+			return true
+		}
+		select {
+		case <-stop:
+			return len(processesWith(t, "sleep\x00"+s)) >= 2
+		case <-deadline:
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// assertKilled fails unless no process of the command sleeping s remains
+// (within a few seconds) and mark was never written. With every process
+// gone, nothing can write mark later.
+func assertKilled(t *testing.T, s, mark string) {
+	t.Helper()
+	waitNoProcess(t, s)
+	if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s exists (err %v): the command ran to its end", mark, err)
+	}
+}
+
+// assertNoRecords fails if any record of tag is left in dir.
+func assertNoRecords(t *testing.T, dir, tag string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(dir, tag+".*")); len(left) > 0 {
+		t.Errorf("records left behind: %v", left)
+	}
+}
+
+// waitNoRecords fails unless, within a few seconds, no record of tag is
+// left in dir.
+func waitNoRecords(t *testing.T, dir, tag string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if left, _ := filepath.Glob(filepath.Join(dir, tag+".*")); len(left) == 0 {
+			return
+		}
+	}
+	assertNoRecords(t, dir, tag)
+}
+
+// TestStoppedCommandIsKilled stops a command by its timeout and by a
+// cancellation: the command and the process it forked are gone when Run
+// returns, on every transport, and the command's record with them.
+func TestStoppedCommandIsKilled(t *testing.T) {
+	t.Parallel()
+	transports, dir := watchdogTransports(t)
+	for _, tr := range transports {
+		// The command must start before its timeout; a root login reads
+		// root's shell start-up files first.
+		timeout := time.Second
+		if tr.login() == "root" && tr.node != localMaster {
+			timeout = 2 * time.Second
+		}
+		for _, how := range []string{"timeout", "cancel"} {
+			t.Run(tr.name+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				p := newPool(t, tr.cluster, func(cfg *nodes.SSHConfig) {
+					if how == "timeout" {
+						cfg.CommandTimeout = timeout
+					}
+				})
+				tag := uniqueTag()
+				if err := p.SetCommandTag(tag); err != nil {
+					t.Fatal(err)
+				}
+				c := conn(t, p, tr.node)
+				s, mark := uniqueSleep(), filepath.Join(dir, "mark-"+uniqueTag())
+
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				returned := make(chan struct{})
+				running := make(chan bool, 1)
+				var cancelled time.Time
+				go func() {
+					ok := waitRunning(t, s, returned)
+					if ok && how == "cancel" {
+						cancelled = time.Now()
+						cancel()
+					}
+					running <- ok
+				}()
+				start := time.Now()
+				_, err := c.RunShell(ctx, slowScript(s, mark))
+				close(returned)
+				if !<-running {
+					t.Fatalf("the command's processes were never seen running (err %v)", err)
+				}
+				switch how {
+				case "timeout":
+					if !nodes.IsTimeout(err) {
+						t.Errorf("err = %v, want a timeout", err)
+					}
+					if took, limit := time.Since(start), timeout+nodes.KillWait+2*time.Second; took > limit {
+						t.Errorf("Run took %s, want at most %s", took, limit)
+					}
+				case "cancel":
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("err = %v, want context.Canceled", err)
+					}
+					if took, limit := time.Since(cancelled), nodes.KillWait+2*time.Second; took > limit {
+						t.Errorf("Run returned %s after the cancellation, want at most %s", took, limit)
+					}
+				}
+				assertKilled(t, s, mark)
+				assertNoRecords(t, tr.recordDir(t), tag)
+			})
+		}
+	}
+}
+
+// The helper process: a test re-runs the test binary with helperEnv set to
+// a JSON helperSpec, and the binary runs one command as cutover would, until
+// the test kills it.
+const helperEnv = "NODES_TEST_HELPER"
+
+type helperSpec struct {
+	Nodes  []nodes.Node
+	SSH    nodes.SSHConfig
+	Node   string
+	Tag    string
+	Script string
+}
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(helperEnv); spec != "" {
+		os.Exit(runHelper(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// runHelper runs the helper's command and returns the exit code.
+func runHelper(spec string) int {
+	var h helperSpec
+	if err := json.Unmarshal([]byte(spec), &h); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	inv, err := nodes.NewInventory(localMaster, h.Nodes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	p, err := nodes.NewPool(inv, h.SSH)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	if err := p.SetCommandTag(h.Tag); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	c, err := p.Conn(context.Background(), h.Node)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	_, err = c.RunShell(context.Background(), h.Script)
+	fmt.Fprintln(os.Stderr, "helper: command returned:", err)
+	return 1
+}
+
+// TestCommandDiesWithCutover kills cutover (a helper process) with SIGKILL
+// while it runs a command: the command and the process it forked die too,
+// locally and over SSH, and their record is removed.
+func TestCommandDiesWithCutover(t *testing.T) {
+	t.Parallel()
+	transports, dir := watchdogTransports(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			s, mark, tag := uniqueSleep(), filepath.Join(dir, "mark-"+uniqueTag()), uniqueTag()
+			spec, err := json.Marshal(helperSpec{
+				Nodes: clusterNodes(tr.cluster), SSH: sshConfig(tr.cluster),
+				Node: tr.node, Tag: tag, Script: slowScript(s, mark),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			helper := exec.Command(os.Args[0], "-test.run=^$")
+			helper.Env = append(os.Environ(), helperEnv+"="+string(spec))
+			var out bytes.Buffer
+			helper.Stdout, helper.Stderr = &out, &out
+			if err := helper.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() {
+				helper.Wait()
+				close(exited)
+			}()
+			if !waitRunning(t, s, exited) {
+				helper.Process.Kill()
+				<-exited
+				t.Fatalf("the helper's command was never seen running; helper output:\n%s", out.String())
+			}
+			helper.Process.Kill()
+			<-exited
+			assertKilled(t, s, mark)
+			// Nobody waits for the watcher now: it removes the record
+			// once the process group is gone.
+			waitNoRecords(t, tr.recordDir(t), tag)
+		})
+	}
+}
+
+// procStat returns the process group and start time (field 22) of pid.
+func procStat(t *testing.T, pid int) (pgid, start string) {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	return fields[2], fields[19]
+}
+
+// bootID returns the kernel's boot id.
+func bootID(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// writeRecord writes a command record as the watchdog does, for the
+// process group of pid; start replaces the process's start time when not
+// empty. It returns the record's path.
+func writeRecord(t *testing.T, dir, tag, node string, pid int, start string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pgid, realStart := procStat(t, pid)
+	if start == "" {
+		start = realStart
+	}
+	file := filepath.Join(dir, fmt.Sprintf("%s.%d", tag, pid))
+	line := fmt.Sprintf("%s %d %s %s %s\n", pgid, pid, start, bootID(t), node)
+	if err := os.WriteFile(file, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(file) })
+	return file
+}
+
+// startGroup starts the slow command in a process group of its own, as a
+// command that its execution left behind, and kills the group when t ends.
+func startGroup(t *testing.T, s, mark string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", slowScript(s, mark))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	if !waitRunning(t, s, nil) {
+		t.Fatal("the left-behind command did not start")
+	}
+	return cmd
+}
+
+// TestReapLocal leaves commands behind as a dead execution would (a
+// running process group and its record): the first Conn of a pool with the
+// same tag kills the group and removes the record, and leaves alone what
+// other tags and other nodes recorded and a process whose pid was reused.
+func TestReapLocal(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	dir, workDir := nodes.RootRecordDir, t.TempDir()
+	tag, otherTag := uniqueTag(), uniqueTag()
+
+	s, mark := uniqueSleep(), filepath.Join(workDir, "mark")
+	victim := startGroup(t, s, mark)
+	victimRecord := writeRecord(t, dir, tag, localMaster, victim.Process.Pid, "")
+
+	bs := uniqueSleep()
+	bystander := startGroup(t, bs, filepath.Join(workDir, "bystander"))
+	otherTagRecord := writeRecord(t, dir, otherTag, localMaster, bystander.Process.Pid, "")
+	// Record files are named by pid: the other node's record names a child
+	// of the bystander, in the same process group.
+	child, err := strconv.Atoi(processesWith(t, "sleep\x00"+bs)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherNodeRecord := writeRecord(t, dir, tag, "node9", child, "")
+	reusedRecord := writeRecord(t, dir, tag, localMaster, bystander.Process.Pid, "1")
+
+	p := newPool(t, c, nil)
+	if err := p.SetCommandTag(tag); err != nil {
+		t.Fatal(err)
+	}
+	conn(t, p, localMaster)
+
+	assertKilled(t, s, mark)
+	if err := victim.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the left-behind command ended with %v, want killed", err)
+	}
+	for _, f := range []string{victimRecord, reusedRecord} {
+		if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("record %s still there (err %v), want it removed", f, err)
+		}
+	}
+	for _, f := range []string{otherTagRecord, otherNodeRecord} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("record %s: %v, want it left alone", f, err)
+		}
+	}
+	if n := len(processesWith(t, "sleep\x00"+bs)); n != 2 {
+		t.Errorf("%d processes of the bystander run, want its 2 sleeps left alone", n)
+	}
+}
+
+// TestReapSSH leaves a command running on a node as an execution cut off
+// from it would: its watcher is frozen, so the end of the connection does
+// not stop it. The first Conn of a new pool with the same tag kills it.
+func TestReapSSH(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	tag := uniqueTag()
+	s, mark := uniqueSleep(), filepath.Join(t.TempDir(), "mark")
+
+	first := newPool(t, c, nil)
+	if err := first.SetCommandTag(tag); err != nil {
+		t.Fatal(err)
+	}
+	done := runAsync(conn(t, first, "node1"), slowScript(s, mark))
+	if !waitRunning(t, s, nil) {
+		t.Fatal("the command did not start")
+	}
+	// The watcher is a fork of the watchdog, whose arguments end with the
+	// mode, the tag and the node; the watchdog itself became the command.
+	watchers := processesWith(t, "\x00ssh\x00"+tag+"\x00node1\x00")
+	if len(watchers) != 1 {
+		t.Fatalf("%d watchers of tag %s, want 1", len(watchers), tag)
+	}
+	watcher, _ := strconv.Atoi(watchers[0])
+	if err := syscall.Kill(watcher, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(watcher, syscall.SIGKILL) })
+	first.Close()
+	if r := <-done; r.err == nil {
+		t.Fatal("the command succeeded after its pool was closed")
+	}
+	// Give sshd a moment to tidy up the connection: the command must stay.
+	time.Sleep(200 * time.Millisecond)
+	if n := len(processesWith(t, "sleep\x00"+s)); n != 2 {
+		t.Fatalf("%d sleeps run after the connection ended, want both left behind", n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*")); len(left) != 1 {
+		t.Fatalf("records of the left-behind command: %v, want 1", left)
+	}
+
+	second := newPool(t, c, nil)
+	if err := second.SetCommandTag(tag); err != nil {
+		t.Fatal(err)
+	}
+	conn(t, second, "node1")
+	assertKilled(t, s, mark)
+	assertNoRecords(t, nodes.RootRecordDir, tag)
+}
+
+// TestReapOnRedial checks that a connection kills what was left behind
+// once: a connection that lives on does not look again, but one dialed anew
+// after the last was lost does, since the commands of the lost one may still
+// run on the node.
+func TestReapOnRedial(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	srv := c.Servers[0]
+	tag := uniqueTag()
+	p := newPool(t, c, nil)
+	if err := p.SetCommandTag(tag); err != nil {
+		t.Fatal(err)
+	}
+	first := conn(t, p, srv.Name)
+
+	s, mark := uniqueSleep(), filepath.Join(t.TempDir(), "mark")
+	left := startGroup(t, s, mark)
+	record := writeRecord(t, nodes.RootRecordDir, tag, srv.Name, left.Process.Pid, "")
+	if _, err := first.Run(context.Background(), "true"); err != nil {
+		t.Fatal(err)
+	}
+	if again := conn(t, p, srv.Name); again != first {
+		t.Fatal("Conn returned another connection while the first lives")
+	}
+	if n := len(processesWith(t, "sleep\x00"+s)); n != 2 {
+		t.Fatalf("%d sleeps run, want both: a live connection must not kill again", n)
+	}
+
+	srv.Kill(t)
+	srv.Restart(t)
+	if second := conn(t, p, srv.Name); second == first {
+		t.Fatal("Conn after the node died returned the dead connection")
+	}
+	assertKilled(t, s, mark)
+	if _, err := os.Stat(record); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("record %s still there (err %v), want it removed", record, err)
+	}
+}
+
+// TestCommandRecord checks a tagged command's record while it runs, and
+// that it is gone once the command has returned; untagged commands write
+// none.
+func TestCommandRecord(t *testing.T) {
+	t.Parallel()
+	transports, _ := watchdogTransports(t)
+	// The command's shell is the parent of the script's sh.
+	const script = `if [ -w /run ]; then d=/run/cutover/cmd; else d=$HOME/.cutover/cmd; fi
+echo $PPID; stat -c %a "$d" 2>/dev/null || echo no-dir; cat "$d"/*.$PPID 2>/dev/null || echo none`
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPool(t, tr.cluster, nil)
+			c := conn(t, p, tr.node)
+			res, err := c.RunShell(context.Background(), script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lines := strings.Split(string(res.Stdout), "\n"); len(lines) < 3 || lines[2] != "none" {
+				t.Errorf("untagged command: record %q, want none", res.Stdout)
+			}
+
+			tag := uniqueTag()
+			if err := p.SetCommandTag(tag); err != nil {
+				t.Fatal(err)
+			}
+			res, err = c.RunShell(context.Background(), script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+			if len(lines) != 3 {
+				t.Fatalf("output %q, want the pid, the directory's mode and the record", res.Stdout)
+			}
+			pid, mode, record := lines[0], lines[1], strings.Fields(lines[2])
+			if mode != "700" {
+				t.Errorf("record directory mode %s, want 700", mode)
+			}
+			// process group, pid, start time, boot id, node
+			if len(record) != 5 || record[0] != pid || record[1] != pid || record[3] != bootID(t) || record[4] != tr.node {
+				t.Fatalf("record %q, want group and pid %s, boot id %s and node %s", lines[2], pid, bootID(t), tr.node)
+			}
+			if _, err := strconv.Atoi(record[2]); err != nil {
+				t.Errorf("record %q: start time %q is not a number", lines[2], record[2])
+			}
+			file := filepath.Join(tr.recordDir(t), tag+"."+pid)
+			if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("record %s after the command returned: %v, want it removed", file, err)
+			}
+		})
+	}
+}
+
+func TestSetCommandTag(t *testing.T) {
+	t.Parallel()
+	inv, err := nodes.NewInventory("solo", []nodes.Node{{Name: "solo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := nodes.NewPool(inv, nodes.SSHConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, tag := range []string{"run-7", ""} {
+		if err := p.SetCommandTag(tag); err != nil {
+			t.Errorf("SetCommandTag(%q) = %v, want nil", tag, err)
+		}
+	}
+	for _, tag := range []string{"Run-7", "run 7", "../run", "run;id", strings.Repeat("x", 65)} {
+		if err := p.SetCommandTag(tag); err == nil || !strings.Contains(err.Error(), "command tag") {
+			t.Errorf("SetCommandTag(%q) = %v, want an error about the command tag", tag, err)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package ganeti
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rebootWait bounds how long the @reboot line may take to finish a run after a reboot.
+const rebootWait = 12 * time.Minute
+
+// rebootDuring starts `cutover upgrade --to=to` on the master, holds it as stage starts,
+// restarts the master hard, and waits for the @reboot line installed as the guide says (with
+// cron's own PATH) to finish the run: it must converge on to with no human.
+func rebootDuring(t testing.TB, c *cluster, to, stage string) {
+	t.Helper()
+	runs := strings.Count(strings.TrimSpace(c.must(t, master, "/usr/sbin/cutover journal")), "\n")
+	c.must(t, master, "rm -rf /tmp/hold && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/"+stage+" && : >/var/log/cutover-resume.log")
+	c.must(t, master, "CUTOVER_HOLD_DIR=/tmp/hold setsid /usr/sbin/cutover upgrade --to="+to+" --yes >/tmp/upgrade.log 2>&1 </dev/null &")
+	c.waitFor(t, "test -e /tmp/hold/reached/"+stage, 10*time.Minute)
+	c.reboot(t, master)
+	start := time.Now()
+	want := strconv.Itoa(runs + 1)
+	for {
+		last := strings.Fields(c.lastRun(t))
+		if len(last) > 0 && last[0] == want && strings.Contains(c.lastRun(t), " done ") {
+			break
+		}
+		if log := c.run(t, master, "cat /var/log/cutover-resume.log").stdout; strings.Contains(log, "\ncutover: ") {
+			t.Fatalf("the @reboot resume failed:\n%s", log)
+		}
+		if time.Since(start) > rebootWait {
+			t.Fatalf("run %s not done %s after the reboot: %v", want, rebootWait, last)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	// The run is journaled done before cutover prints its summary and exits.
+	for time.Since(start) < rebootWait && c.run(t, master, "grep -q '^done: ' /var/log/cutover-resume.log").code != 0 {
+		time.Sleep(time.Second)
+	}
+	log := c.must(t, master, "cat /var/log/cutover-resume.log")
+	if !strings.Contains(log, "\ndone: ") {
+		t.Errorf("the @reboot resume did not finish with done:\n%s", log)
+	}
+	t.Logf("resumed after the reboot to %s in %s", to, time.Since(start).Round(time.Second))
+}

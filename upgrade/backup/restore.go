@@ -1,0 +1,449 @@
+package backup
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Plan is a verified archive checked against the disk: what a restore of it will find, and
+// may write through.
+type Plan struct {
+	sc Scope
+	a  *Archive
+	// ids are the directories of the archive that exist on disk, as the check saw them.
+	ids map[string]fileID
+	// exists are the entries of the archive that exist on disk.
+	exists map[string]bool
+}
+
+// NewPlan checks, against the disk and before anything is written, that archive a can be
+// restored in sc, and returns what the restore must find again: every directory of the
+// archive that exists is a directory, reached from its root without a link; nothing that is
+// a directory on disk is a file or a symlink in the archive (or the other way round); a root
+// that does not exist has an existing parent; and the switch links point at version trees
+// that are installed. It writes nothing. Every problem is reported, not just the first.
+func NewPlan(ctx context.Context, a *Archive, sc Scope) (*Plan, error) {
+	p := &Plan{sc: sc, a: a, ids: map[string]fileID{}, exists: map[string]bool{}}
+	o := &opener{sc: sc, ids: p.ids, learn: true}
+	defer o.close()
+	absent := map[string]bool{} // entries missing on disk, or in error: their children are not looked for
+	var errs []error
+	bad := func(err error) {
+		if len(errs) < maxErrors {
+			errs = append(errs, err)
+		}
+	}
+	for _, e := range a.m.Entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if sc.isRoot(e.Path) {
+			var st unix.Stat_t
+			err := unix.Stat(sc.abs(e.Path), &st)
+			switch {
+			case errors.Is(err, unix.ENOENT):
+				absent[e.Path] = true
+				if err := unix.Stat(sc.abs(path.Dir(e.Path)), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					bad(fmt.Errorf("%s is missing, and so is its parent directory", e.Path))
+				}
+			case err != nil:
+				absent[e.Path] = true
+				bad(fmt.Errorf("inspect %s: %w", e.Path, err))
+			default:
+				if _, err := o.open(e.Path); err != nil {
+					absent[e.Path] = true
+					bad(err)
+					continue
+				}
+				p.exists[e.Path] = true
+			}
+			continue
+		}
+		parent := dirOf(e.Path)
+		if absent[parent] {
+			absent[e.Path] = true
+			continue
+		}
+		d, err := o.open(parent)
+		if err != nil {
+			absent[e.Path] = true
+			bad(err)
+			continue
+		}
+		var st unix.Stat_t
+		err = unix.Fstatat(fd(d), path.Base(e.Path), &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			absent[e.Path] = true
+			continue
+		}
+		if err != nil {
+			absent[e.Path] = true
+			bad(fmt.Errorf("inspect %s: %w", e.Path, err))
+			continue
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		switch {
+		case e.Type == TypeDir && !isDir:
+			absent[e.Path] = true
+			bad(fmt.Errorf("%s is a directory in the archive but a %s here: refused, cutover never writes through a link, nor replaces a file by a directory", e.Path, typeName(st.Mode)))
+			continue
+		case e.Type != TypeDir && isDir:
+			bad(fmt.Errorf("%s is a directory here but a %s in the archive", e.Path, e.Type))
+		case e.Type == TypeDir:
+			if _, err := o.open(e.Path); err != nil {
+				absent[e.Path] = true
+				bad(err)
+				continue
+			}
+		}
+		p.exists[e.Path] = true
+	}
+	links := make([]string, 0, len(a.m.Links))
+	for l := range a.m.Links {
+		links = append(links, l)
+	}
+	sort.Strings(links)
+	for _, l := range links {
+		target := a.m.Links[l]
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(l), target)
+		}
+		if info, err := os.Stat(sc.abs(target)); err != nil || !info.IsDir() {
+			bad(fmt.Errorf("link %s would point at %s, which is not installed on this host", l, target))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// Archive returns the archive the plan restores.
+func (p *Plan) Archive() *Archive { return p.a }
+
+// Options are how a restore reports its writes.
+type Options struct {
+	// AfterWrite, when set, is called after every change the restore makes on disk, naming
+	// it: cutover's crash points.
+	AfterWrite func(what string)
+}
+
+// staged is a file or symlink written to a temporary name in dir, to be renamed to name.
+type staged struct {
+	dir, tmp, name string
+	id             fileID
+}
+
+// Restore reads the archive in r, which must be the one the plan was made of, and writes
+// exactly what it verified: the missing directories (0700 until the end), every file and
+// symlink to a temporary name in its directory with its owner (as root), mode and time, each
+// file checked against the manifest once more; then, only when the whole archive checked out
+// again, renames them into place, and last sets the directories' owners, modes and times. Every
+// write goes through a descriptor of a directory reached from its root without a link and
+// found to be the one the plan saw; anything else stops the restore.
+//
+// Until the first rename, a failure removes what the restore wrote, and written is false:
+// nothing changed. After it, a failure does not stop the other renames (the more of the
+// archive is in place, the better), and the error joins every failure.
+func (p *Plan) Restore(ctx context.Context, r io.Reader, opts Options) (written bool, err error) {
+	after := opts.AfterWrite
+	if after == nil {
+		after = func(string) {}
+	}
+	chown := os.Geteuid() == 0
+	ids := make(map[string]fileID, len(p.ids))
+	for k, v := range p.ids {
+		ids[k] = v
+	}
+	o := &opener{sc: p.sc, ids: ids}
+	defer o.close()
+	cleaned := map[string]bool{}
+	var created []string
+	var temps []staged
+	defer func() {
+		if err != nil {
+			if cerr := p.cleanup(o, temps, created, !written); cerr != nil {
+				err = fmt.Errorf("%w; cleaning up: %w", err, cerr)
+			}
+		}
+	}()
+
+	_, err = scan(ctx, r, p.sc, p.a, func(e Entry, content io.Reader) error {
+		if e.Type == TypeDir {
+			if !p.exists[e.Path] {
+				if err := p.mkdir(o, e.Path); err != nil {
+					return err
+				}
+				created = append(created, e.Path)
+				after("mkdir " + e.Path)
+			}
+			_, err := o.open(e.Path)
+			return err
+		}
+		dir, name := dirOf(e.Path), path.Base(e.Path)
+		d, err := o.open(dir)
+		if err != nil {
+			return err
+		}
+		if !cleaned[dir] {
+			// A restore killed before its renames left its temporary files here.
+			cleaned[dir] = true
+			if err := removeStale(d, dir); err != nil {
+				return err
+			}
+		}
+		tmp := tempPrefix + rand.Text()
+		if e.Type == TypeSymlink {
+			if err := unix.Symlinkat(e.Link, fd(d), tmp); err != nil {
+				return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
+			}
+			var st unix.Stat_t
+			err := unix.Fstatat(fd(d), tmp, &st, unix.AT_SYMLINK_NOFOLLOW)
+			temps = append(temps, staged{dir, tmp, name, idOf(&st)})
+			after("symlink " + path.Join(dir, tmp))
+			if err == nil && chown {
+				err = unix.Fchownat(fd(d), tmp, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW)
+			}
+			if err == nil {
+				t := unix.Timespec{Sec: e.ModTime}
+				err = unix.UtimesNanoAt(fd(d), tmp, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			if err != nil {
+				return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
+			}
+			return nil
+		}
+		n, err := unix.Openat(fd(d), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
+		}
+		f := os.NewFile(uintptr(n), path.Join(dir, tmp))
+		var st unix.Stat_t
+		err = unix.Fstat(n, &st)
+		temps = append(temps, staged{dir, tmp, name, idOf(&st)})
+		if err == nil {
+			err = writeFile(f, e, content, chown)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		after("wrote " + path.Join(dir, tmp))
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path.Join(dir, tmp), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+
+	// Everything is written and checked: rename it into place.
+	var errs []error
+	touched := map[string]bool{}
+	for i, s := range temps {
+		d, err := o.open(s.dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd(d), s.tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || idOf(&st) != s.id {
+			errs = append(errs, fmt.Errorf("%s: its temporary file %s was removed or replaced: not renamed into place", path.Join(s.dir, s.name), s.tmp))
+			temps[i].tmp = ""
+			continue
+		}
+		if err := unix.Renameat(fd(d), s.tmp, fd(d), s.name); err != nil {
+			errs = append(errs, fmt.Errorf("rename %s to %s: %w", path.Join(s.dir, s.tmp), s.name, err))
+			continue
+		}
+		temps[i].tmp = "" // renamed: nothing to clean up
+		written = true
+		touched[s.dir] = true
+		after("renamed " + path.Join(s.dir, s.name))
+	}
+	// The directories' owners and modes last, deepest first.
+	entries := p.a.m.Entries
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.Type != TypeDir {
+			continue
+		}
+		d, err := o.open(e.Path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if chown {
+			if err := unix.Fchown(fd(d), int(e.UID), int(e.GID)); err != nil {
+				errs = append(errs, fmt.Errorf("chown %s: %w", e.Path, err))
+			}
+		}
+		if err := unix.Fchmod(fd(d), uint32(e.Mode)); err != nil {
+			errs = append(errs, fmt.Errorf("chmod %s: %w", e.Path, err))
+		}
+		t := unix.Timeval{Sec: e.ModTime}
+		if err := unix.Futimes(fd(d), []unix.Timeval{t, t}); err != nil {
+			errs = append(errs, fmt.Errorf("set the time of %s: %w", e.Path, err))
+		}
+		written = true
+		after("chmod " + e.Path)
+	}
+	for _, c := range created {
+		if !p.sc.isRoot(c) {
+			touched[dirOf(c)] = true
+		}
+	}
+	dirs := make([]string, 0, len(touched))
+	for d := range touched {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		d, err := o.open(dir)
+		if err == nil {
+			err = d.Sync()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sync %s: %w", dir, err))
+		}
+	}
+	return written, errors.Join(errs...)
+}
+
+// tempPrefix starts the names of a restore's temporary files.
+const tempPrefix = ".cutover-restore-"
+
+// removeStale removes, from the directory d (dir), the temporary files and links a killed
+// restore left: regular files and links named with tempPrefix, never a directory.
+func removeStale(d *os.File, dir string) error {
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", dir, err)
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, tempPrefix) {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd(d), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFLNK {
+			continue
+		}
+		if err := unix.Unlinkat(fd(d), n, 0); err != nil {
+			return fmt.Errorf("remove %s left by a killed restore: %w", path.Join(dir, n), err)
+		}
+	}
+	return nil
+}
+
+// mkdir creates the directory p of the archive, 0700, in its parent reached without a link,
+// and records it as the directory the restore may write into.
+func (p *Plan) mkdir(o *opener, dir string) error {
+	var f *os.File
+	var id fileID
+	var err error
+	if p.sc.isRoot(dir) {
+		err = unix.Mkdir(p.sc.abs(dir), 0o700)
+		if err == nil {
+			f, id, err = openFollow(p.sc.abs(dir))
+		}
+	} else {
+		var parent *os.File
+		if parent, err = o.open(dirOf(dir)); err != nil {
+			return err
+		}
+		err = unix.Mkdirat(fd(parent), path.Base(dir), 0o700)
+		if err == nil {
+			f, id, err = openDirAt(parent, path.Base(dir), dir)
+		}
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%s appeared since the check: refused", dir)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	defer f.Close()
+	// The directory just made is this process's: someone else's put there in between is not.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd(f), &st); err != nil || st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("%s was replaced since it was created: refused", dir)
+	}
+	o.ids[dir] = id
+	return nil
+}
+
+// writeFile writes one file of the archive through its descriptor: content, owner (as
+// root), mode with setuid, setgid and sticky (after the owner, which clears them), time,
+// synced.
+func writeFile(f *os.File, e Entry, content io.Reader, chown bool) error {
+	n, err := io.Copy(f, content)
+	if err != nil {
+		return err
+	}
+	if n != e.Size {
+		return fmt.Errorf("%d bytes in the archive, %d in the manifest", n, e.Size)
+	}
+	if chown {
+		if err := unix.Fchown(fd(f), int(e.UID), int(e.GID)); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchmod(fd(f), uint32(e.Mode)); err != nil {
+		return err
+	}
+	t := unix.Timeval{Sec: e.ModTime}
+	if err := unix.Futimes(fd(f), []unix.Timeval{t, t}); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// cleanup removes the temporary files a failed restore left and, when dirs is set, the
+// directories it created, through the same checked descriptors.
+func (p *Plan) cleanup(o *opener, temps []staged, created []string, dirs bool) error {
+	var errs []error
+	for _, s := range temps {
+		if s.tmp == "" {
+			continue
+		}
+		d, err := o.open(s.dir)
+		if err == nil {
+			err = unix.Unlinkat(fd(d), s.tmp, 0)
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", path.Join(s.dir, s.tmp), err))
+		}
+	}
+	if !dirs {
+		return errors.Join(errs...)
+	}
+	o.close()
+	for i := len(created) - 1; i >= 0; i-- {
+		c := created[i]
+		var err error
+		if p.sc.isRoot(c) {
+			err = unix.Rmdir(p.sc.abs(c))
+		} else {
+			var d *os.File
+			if d, err = o.open(dirOf(c)); err == nil {
+				err = unix.Unlinkat(fd(d), path.Base(c), unix.AT_REMOVEDIR)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", c, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,239 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+)
+
+// The places of a rolling run's stages.
+const (
+	OnCanary Where = "canary" // one canary node, alone
+	OnBatch  Where = "batch"  // the nodes of one batch, in parallel
+)
+
+// batch switches the nodes of one batch of a rolling run while the other nodes serve: per
+// node, in parallel, node_drain (on the master), stop, switch, ensure-dirs, start,
+// node_undrain and node_verify (on the master), all within batch_timeout. A failed canary, a
+// batch over its timeout, or more failed nodes than max_failed fail the stage, so the runner
+// switches every batch back; failures within the budget are reported and the run goes on.
+type batch struct {
+	n, of  int // 1-based position among the batches, and their number
+	canary bool
+	nodes  []string
+}
+
+func (b batch) Name() string { return fmt.Sprintf("batch-%d", b.n) }
+
+func (b batch) Where() Where {
+	if b.canary {
+		return OnCanary
+	}
+	return OnBatch
+}
+
+// StageNodes are the nodes the batch works on.
+func (b batch) StageNodes() []string { return b.nodes }
+
+// Once skips a batch that an earlier execution of the run completed: a resumed rolling run
+// continues from the first batch not done.
+func (batch) Once() bool { return true }
+
+// errBatchTimeout is the cause of a batch's context when batch_timeout runs out.
+var errBatchTimeout = errors.New("batch timeout")
+
+// nodeVerifyWait is how long node_verify is retried on a node that just started: at most
+// this, and at most half the batch timeout, so that a node that never verifies fails its
+// batch rather than timing it out.
+var nodeVerifyWait = 20 * time.Second
+
+func (b batch) Run(ctx context.Context, r *Run) error {
+	list, err := b.list(r)
+	if err != nil {
+		return err
+	}
+	timeout := r.Config.Strategy.BatchTimeout.Duration
+	bctx, cancel := context.WithTimeoutCause(ctx, timeout, errBatchTimeout)
+	defer cancel()
+	r.reportBatch(b, "started", fmt.Sprintf("%s of %d: %s", b.label(), b.of, strings.Join(b.nodes, ", ")), nil)
+	var mu sync.Mutex
+	var failed []string
+	err = r.OnNodes(bctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		start := time.Now()
+		err := r.rollNode(ctx, c, n.Name, r.To, true)
+		state := "node-ok"
+		if err != nil {
+			state = "node-failed"
+			mu.Lock()
+			failed = append(failed, n.Name)
+			mu.Unlock()
+		}
+		r.reportBatch(b, state, n.Name, []NodeReport{{Node: n.Name, OK: err == nil, Error: errText(err), Duration: time.Since(start)}})
+		return err
+	})
+	switch {
+	case err == nil:
+		r.Note("%s", strings.Join(b.nodes, ", "))
+		r.reportBatch(b, "done", b.label()+" done", nil)
+		return nil
+	case ctx.Err() != nil:
+		// Interrupted (a signal): the runner rolls the run back.
+		return err
+	case errors.Is(context.Cause(bctx), errBatchTimeout):
+		r.reportBatch(b, "timed-out", fmt.Sprintf("%s did not finish within %s", b.label(), timeout), nil)
+		return fmt.Errorf("%s (%s) did not finish within strategy.batch_timeout %s: %w", b.label(), strings.Join(b.nodes, ", "), timeout, err)
+	}
+	r.reportBatch(b, "failed", fmt.Sprintf("%s: %s failed", b.label(), joinNames(failed)), nil)
+	if b.canary {
+		return fmt.Errorf("canary %s failed, so no other node is touched: %w", joinNames(failed), err)
+	}
+	for _, n := range failed {
+		if _, lerr := r.Learn(ctx, factFailedPrefix+n, b.Name()); lerr != nil {
+			return errors.Join(err, lerr)
+		}
+	}
+	total, budget := r.failedNodes(), r.Config.Strategy.MaxFailed
+	if len(total) > budget {
+		return fmt.Errorf("%s failed: %s failed in this run (%s), more than strategy.max_failed = %d: %w", joinNames(failed), plural(len(total), "node"), joinNames(total), budget, err)
+	}
+	r.Warn("%s failed (%d of strategy.max_failed = %d): the run goes on and ends with exit 3", joinNames(failed), len(total), budget)
+	return &toleratedError{nodes: failed, err: err}
+}
+
+// Undo switches the batch's nodes back to the version the run started from, each drained,
+// stopped, switched, started and undrained again; before the point of no return only.
+func (b batch) Undo(ctx context.Context, r *Run) error {
+	if r.Direction == Down {
+		return nil
+	}
+	list, err := b.list(r)
+	if err != nil {
+		return err
+	}
+	r.reportBatch(b, "undo", fmt.Sprintf("switching %s back to %s", strings.Join(b.nodes, ", "), r.From), nil)
+	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		return r.rollNode(ctx, c, n.Name, r.From, false)
+	})
+}
+
+// label is how the output names the batch: "batch 1 (canary)" or "batch 3".
+func (b batch) label() string {
+	if b.canary {
+		return fmt.Sprintf("batch %d (canary)", b.n)
+	}
+	return fmt.Sprintf("batch %d", b.n)
+}
+
+// list is the batch's nodes as the inventory knows them.
+func (b batch) list(r *Run) ([]nodes.Node, error) {
+	var out []nodes.Node
+	for _, name := range b.nodes {
+		n, ok := r.Inventory.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s is no longer a node of the cluster", b.Name(), name)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// rollNode takes one node through a rolling switch to version: node_drain, stop, switch,
+// ensure-dirs, start, node_undrain, and when verify is set node_verify, retried for a while
+// as a node that just started may need a moment. The node_* commands run on the master.
+func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify bool) error {
+	onMaster := func(op, command string) error {
+		if command == "" {
+			return nil
+		}
+		m, err := r.Conn(ctx, r.Inventory.Master)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", node, op, err)
+		}
+		if _, err := m.RunShell(ctx, r.expand(command, node)); err != nil {
+			return fmt.Errorf("%s: %s (on %s): %w", node, op, r.Inventory.Master, err)
+		}
+		return nil
+	}
+	cmds := r.Config.Commands
+	if err := onMaster("node_drain", cmds.NodeDrain); err != nil {
+		return err
+	}
+	if err := r.daemonsOn(ctx, c, node, false); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	if err := r.Layout.Switch(ctx, c, version); err != nil {
+		return fmt.Errorf("%s: switch to %s: %w", node, version, err)
+	}
+	if cmds.EnsureDirs != "" {
+		if _, err := c.RunShell(ctx, r.expand(cmds.EnsureDirs, node)); err != nil {
+			return fmt.Errorf("ensure-dirs: %w", err)
+		}
+	}
+	if err := r.daemonsOn(ctx, c, node, true); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	if err := onMaster("node_undrain", cmds.NodeUndrain); err != nil {
+		return err
+	}
+	if !verify || cmds.NodeVerify == "" {
+		return nil
+	}
+	deadline := time.Now().Add(min(nodeVerifyWait, r.Config.Strategy.BatchTimeout.Duration/2))
+	for {
+		err := onMaster("node_verify", cmds.NodeVerify)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// failedNodes lists the nodes that failed in a batch of this run, in any execution of it.
+func (r *Run) failedNodes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.facts {
+		if n, ok := strings.CutPrefix(k, factFailedPrefix); ok {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// toleratedError is a batch failure within the failure budget: the runner records it, goes
+// on, and ends the run with exit 3 naming the nodes.
+type toleratedError struct {
+	nodes []string
+	err   error
+}
+
+func (e *toleratedError) Error() string { return e.err.Error() }
+
+func (e *toleratedError) Unwrap() error { return e.err }
+
+// reportBatch reports a batch's progress: started, a node done or failed, done, failed,
+// timed out, or undone.
+func (r *Run) reportBatch(b batch, state, msg string, nodes []NodeReport) {
+	r.log.Printf("%s %s: %s", b.Name(), state, msg)
+	r.report.Report(Event{Time: time.Now(), Type: "batch", Run: r.ID, Stage: b.Name(), Batch: b.n, Batches: b.of,
+		Canary: b.canary, State: state, Message: msg, Nodes: nodes})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,102 @@
+package config
+
+import "time"
+
+// ganetiNodes lists a Ganeti cluster's nodes from its ssconf files: name, primary address,
+// and "offline" for the nodes Ganeti marks offline.
+const ganetiNodes = `off=" $(cat /var/lib/ganeti/ssconf_offline_nodes 2>/dev/null | tr '\n' ' ') "; ` +
+	`while read -r n ip; do case "$off" in *" $n "*) echo "$n $ip offline";; *) echo "$n $ip";; esac; done < /var/lib/ganeti/ssconf_node_primary_ips`
+
+// ganetiStart starts every daemon this node should run that does not run yet, one after
+// another in Ganeti's order. Neither daemon-util's start-all nor its check-and-start is
+// idempotent on Debian: where a daemon already runs under a non-root pidfile (confd),
+// start-stop-daemon refuses ("matching only on non-root pidfile ... is insecure", exit 2).
+// A daemon whose pidfile names a live process is left alone. A start that fails is fine when
+// the daemon runs within 30 seconds: after a reboot the boot scripts start the daemons at the
+// same time as a resumed run ("writing PID file; already locked?"), and on a loaded host the
+// other start takes a while; when the daemon still does not run, the start is tried once
+// more. A master daemon on another node exits 11 ("not master"), which start-all accepts too.
+const ganetiStart = `up() { pid=$(cat "/var/run/ganeti/$1.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; }; ` +
+	`for d in $(/usr/lib/ganeti/daemon-util list-start-daemons); do up "$d" && continue; ` +
+	`for try in 1 2; do rc=0; /usr/lib/ganeti/daemon-util start "$d" || rc=$?; ` +
+	`case $rc in 0|11) continue 2;; esac; ` +
+	`i=0; while [ $i -lt 30 ]; do sleep 1; up "$d" && continue 3; i=$((i + 1)); done; done; ` +
+	`echo "$d: exit $rc" >&2; exit $rc; done`
+
+// ganetiBusy counts the jobs that hold a drain: running, queued, waiting and canceling.
+// (gnt-job list --running --pending keeps only the last of its filters.)
+const ganetiBusy = `out=$(/usr/sbin/gnt-job list --no-headers -o status) && ` +
+	`printf '%s\n' "$out" | awk '/^(queued|waiting|running|canceling)$/ { n++ } END { print n + 0 }'`
+
+// ganetiRelease prints the live tree's release, with Debian's "~" of a pre-release as "-"
+// (3.1.0~rc2 is 3.1.0-rc2): config.data names only the minor.
+const ganetiRelease = `sed -n 's/^RELEASE_VERSION = "\(.*\)"$/\1/p' /usr/share/ganeti/default/ganeti/_constants.py | tr '~' '-'`
+
+// ganetiPaths are Debian's paths, with backups leaving out what Ganeti's own upgrade leaves
+// out of its backup: the job archive and instance exports (disk images).
+func ganetiPaths() PathsConfig {
+	p := basePaths()
+	p.BackupExclude = []string{"/var/lib/ganeti/queue/archive", "/var/lib/ganeti/export"}
+	return p
+}
+
+// ganetiProfile holds the commands and paths of a real Ganeti cluster, as Debian installs it:
+// every command by absolute path (cron's PATH has no /usr/sbin), SSH as Ganeti's own tools
+// use it, the master and the nodes from ssconf.
+func ganetiProfile() Config {
+	const (
+		daemonUtil = "/usr/lib/ganeti/daemon-util"
+		cluster    = "/usr/sbin/gnt-cluster"
+	)
+	return Config{
+		App:         "ganeti",
+		Profile:     "ganeti",
+		VersionDirs: "minor",
+		Paths:       ganetiPaths(),
+		Cluster: ClusterConfig{
+			NodesCommand:  ganetiNodes,
+			MasterCommand: "cat /var/lib/ganeti/ssconf_master_node",
+		},
+		SSH: SSHConfig{
+			User:                "root",
+			IdentityFiles:       []string{"/root/.ssh/id_rsa"},
+			KnownHosts:          []string{"/var/lib/ganeti/known_hosts"},
+			KnownHostsOwners:    []string{"gnt-masterd"},
+			HostKeyAliasCommand: "cat /var/lib/ganeti/ssconf_cluster_name",
+			ConnectTimeout:      Duration{10 * time.Second},
+			CommandTimeout:      Duration{10 * time.Minute},
+			Parallel:            32,
+		},
+		Commands: CommandsConfig{
+			DaemonsStop:         daemonUtil + " stop-all",
+			DaemonsStart:        ganetiStart,
+			DaemonsReady:        cluster + " queue info >/dev/null",
+			DaemonsReadyTimeout: Duration{5 * time.Minute},
+			QueueDrain:          cluster + " queue drain",
+			QueueUndrain:        cluster + " queue undrain",
+			QueueDrained:        cluster + " queue info | grep -q 'drain flag is set'",
+			QueueBusy:           ganetiBusy,
+			ReconcilerPause:     cluster + " watcher pause 3600",
+			// The pause lasts an hour: a run renews it every half hour, and a resume first.
+			ReconcilerPauseRenew: Duration{30 * time.Minute},
+			ReconcilerContinue:   cluster + " watcher continue",
+			ReconcilerPaused:     cluster + " watcher info | grep -q 'paused until'",
+			EnsureDirs:           "/usr/lib/ganeti/ensure-dirs",
+			RedistConf:           cluster + " redist-conf --yes-do-it",
+			PostUpgrade:          "/usr/lib/ganeti/tools/post-upgrade {from}",
+			Verify:               cluster + " verify",
+			LiveVersion:          ganetiRelease,
+		},
+		Config: AppConfig{
+			File:             "/var/lib/ganeti/config.data",
+			VersionKey:       "/version",
+			VersionEncoding:  "ganeti",
+			Migrate:          "exec",
+			UpgradeCommand:   "/usr/lib/ganeti/tools/cfgupgrade --verbose --force",
+			DowngradeCommand: "/usr/lib/ganeti/tools/cfgupgrade --downgrade --verbose --force",
+			Redistribute:     []string{"/var/lib/ganeti/config.data"},
+		},
+		Policy:   basePolicy(),
+		Strategy: baseStrategy(),
+	}
+}

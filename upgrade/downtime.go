@@ -1,0 +1,113 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+)
+
+// The downtime window of a run: on each node, from the moment its daemons' stop command
+// started to the moment its last start command ended; for the cluster, from the first stop to
+// the last start. The first stop of a node is journaled as a fact (down.<node>), so a resumed
+// run counts from the first execution's stop; the window is journaled when the run ends.
+const (
+	factDownPrefix = "down."
+	factDowntime   = "downtime"
+)
+
+// daemons runs the daemons' stop (start false) or start command on every node of list and
+// records the downtime window.
+func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error {
+	command := r.Config.Commands.DaemonsStop
+	if start {
+		command = r.Config.Commands.DaemonsStart
+	}
+	if command == "" {
+		return nil
+	}
+	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		return r.daemonsOn(ctx, c, n.Name, start)
+	})
+}
+
+// daemonsOn runs the daemons' stop or start command on one node and records the window.
+func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) error {
+	command := r.Config.Commands.DaemonsStop
+	if start {
+		command = r.Config.Commands.DaemonsStart
+	}
+	if command == "" {
+		return nil
+	}
+	if !start {
+		if _, err := r.Learn(ctx, factDownPrefix+node, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+			r.Warn("%v", err)
+		}
+	}
+	_, err := c.RunShell(ctx, r.expand(command, node))
+	if start && err == nil {
+		r.mu.Lock()
+		if r.up == nil {
+			r.up = map[string]time.Time{}
+		}
+		r.up[node] = time.Now()
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// Downtime is the downtime window of a run: the cluster's, from the first stop to the last
+// start, and each node's. Nodes whose daemons were stopped but not started again are left
+// out, and so is a run that stopped nothing.
+type Downtime struct {
+	Cluster time.Duration
+	Nodes   map[string]time.Duration
+}
+
+// downtime computes the run's downtime window so far.
+func (r *Run) downtime() Downtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := Downtime{Nodes: map[string]time.Duration{}}
+	var first, last time.Time
+	for k, v := range r.facts {
+		node, ok := strings.CutPrefix(k, factDownPrefix)
+		if !ok {
+			continue
+		}
+		down, err := time.Parse(time.RFC3339Nano, v)
+		up, started := r.up[node]
+		if err != nil || !started {
+			continue
+		}
+		d.Nodes[node] = up.Sub(down)
+		if first.IsZero() || down.Before(first) {
+			first = down
+		}
+		if up.After(last) {
+			last = up
+		}
+	}
+	if !first.IsZero() {
+		d.Cluster = last.Sub(first)
+	}
+	return d
+}
+
+// String is the window as the journal keeps it: "12.1s (node1 10.2s, node2 11.9s)".
+func (d Downtime) String() string {
+	names := make([]string, 0, len(d.Nodes))
+	for n := range d.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %s", n, d.Nodes[n].Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s (%s)", d.Cluster.Round(time.Millisecond), strings.Join(parts, ", "))
+}

@@ -1,0 +1,53 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cutover/cutover/nodes"
+)
+
+// pruneCheck finds, on every online node, the installed versions that no run needs.
+type pruneCheck struct{ job *pruneJob }
+
+func (pruneCheck) Name() string { return "check" }
+func (pruneCheck) Where() Where { return OnAll }
+
+// ReadOnly marks a stage that changes nothing.
+func (pruneCheck) ReadOnly() {}
+
+func (s pruneCheck) Run(ctx context.Context, r *Run) error {
+	j := s.job
+	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		live, err := r.Layout.Live(ctx, c)
+		if err != nil {
+			return onNode(n.Name, fmt.Errorf("the live version: %w", err))
+		}
+		installed, err := r.Layout.Installed(ctx, c)
+		if err != nil {
+			return onNode(n.Name, err)
+		}
+		if remove := prunable(installed, live, j.pending, j.keep); len(remove) > 0 {
+			j.mu.Lock()
+			j.remove[n.Name] = remove
+			j.mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for node, list := range j.remove {
+		lines = append(lines, node+": "+strings.Join(list, ", "))
+	}
+	sort.Strings(lines)
+	if len(lines) == 0 {
+		r.Note("nothing to remove")
+	} else {
+		r.Note("%s", strings.Join(lines, "; "))
+	}
+	return nil
+}

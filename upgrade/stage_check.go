@@ -1,0 +1,122 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cutover/cutover/layout"
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/staging"
+)
+
+// stageCheck refuses, on any online node and before anything is sent, a version that is live
+// there, an existing copy that differs from the source (unless --replace) and a file system
+// without room for the trees; it notes the nodes that hold the version already.
+type stageCheck struct{ job *stageJob }
+
+func (stageCheck) Name() string { return "check" }
+func (stageCheck) Where() Where { return OnAll }
+
+// ReadOnly marks a stage that changes nothing.
+func (stageCheck) ReadOnly() {}
+
+// treeState is what a node holds of one tree of the version to stage.
+type treeState int
+
+const (
+	treeMissing treeState = iota
+	treeSame
+	treeDiffers
+)
+
+func (s stageCheck) Run(ctx context.Context, r *Run) error {
+	j := s.job
+	dir, err := r.Layout.VersionDir(j.version)
+	if err != nil {
+		return badInput(err)
+	}
+	var differ []string
+	err = r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
+		c, err := streamConn(lc)
+		if err != nil {
+			return onNode(n.Name, err)
+		}
+		live, err := r.Layout.Live(ctx, lc)
+		switch {
+		case err == nil && live == dir:
+			return onNode(n.Name, badInput(fmt.Errorf("%s is the live version: staging never touches the live version", j.version)))
+		case err != nil && !layout.IsNotSideBySide(err):
+			return onNode(n.Name, err)
+		}
+		var states [2]treeState
+		var diffs []string
+		for i, t := range []struct {
+			tree *staging.Tree
+			dir  string
+		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
+			ok, err := staging.Installed(ctx, c, t.tree, t.dir)
+			switch {
+			case ok:
+				states[i] = treeSame
+			case err == nil:
+				states[i] = treeMissing
+			default:
+				states[i] = treeDiffers
+				diffs = append(diffs, err.Error())
+			}
+			if states[i] != treeSame {
+				if err := checkSpace(ctx, c, t.dir, t.tree.Bytes); err != nil {
+					return onNode(n.Name, err)
+				}
+			}
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.states[n.Name] = states
+		if states == [2]treeState{treeSame, treeSame} {
+			j.already[n.Name] = true
+		}
+		if len(diffs) > 0 {
+			differ = append(differ, strings.Join(diffs, "; "))
+			if j.replace {
+				j.replacing[n.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(differ) > 0 && !j.replace {
+		return badInput(fmt.Errorf("%s is installed but differs from what is to be staged: %s; pass --replace to replace it", j.version, strings.Join(differ, "; ")))
+	}
+	if n := len(j.already); n > 0 {
+		r.Note("%s already staged on %s", j.version, plural(n, "node"))
+	}
+	return nil
+}
+
+// spaceScript prints the kilobytes available to the file system of $1 or, while $1 does not
+// exist, of its nearest existing parent.
+const spaceScript = `d=$1
+while [ ! -d "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
+df -P -k -- "$d" | awk 'NR == 2 { print $4 }'`
+
+// checkSpace refuses a tree of need bytes where dir's file system has less room, with a tenth
+// more for directories and metadata.
+func checkSpace(ctx context.Context, c staging.Conn, dir string, need int64) error {
+	res, err := c.Run(ctx, "sh", "-c", spaceScript, "cutover-stage", dir)
+	if err != nil {
+		return fmt.Errorf("free space for %s: %w", dir, err)
+	}
+	kb, err := strconv.ParseInt(strings.TrimSpace(string(res.Stdout)), 10, 64)
+	if err != nil {
+		return fmt.Errorf("free space for %s: unexpected df output %q", dir, res.Stdout)
+	}
+	if want := need + need/10; kb*1024 < want {
+		return fmt.Errorf("%s has %s free, the version needs %s there: free some space (cutover prune removes versions no run needs)", dir, megabytes(kb*1024), megabytes(want))
+	}
+	return nil
+}

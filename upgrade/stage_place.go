@@ -1,0 +1,58 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/staging"
+)
+
+// stagePlace renames the checked temporary directories into place on every node, the share
+// tree last: the version counts as installed only once both trees are there. With --replace,
+// a differing copy is first moved aside and removed after.
+type stagePlace struct{ job *stageJob }
+
+func (stagePlace) Name() string { return "place" }
+func (stagePlace) Where() Where { return OnAll }
+
+// asideScript moves $1 aside to $2 (which must not exist), unless $1 is gone already.
+const asideScript = `set -e
+[ -e "$1" ] || [ -L "$1" ] || exit 0
+rm -rf -- "$2"
+mv -T -- "$1" "$2"`
+
+func (s stagePlace) Run(ctx context.Context, r *Run) error {
+	j := s.job
+	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
+		c, err := streamConn(lc)
+		if err != nil {
+			return onNode(n.Name, err)
+		}
+		states := j.nodeStates(n.Name)
+		for i, t := range []struct {
+			tree *staging.Tree
+			dir  string
+		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
+			if states[i] == treeSame {
+				continue
+			}
+			old := path.Join(path.Dir(t.dir), "."+path.Base(t.dir)+".cutover-replaced")
+			if states[i] == treeDiffers {
+				if _, err := c.Run(ctx, "sh", "-c", asideScript, "cutover-stage", t.dir, old); err != nil {
+					return fmt.Errorf("move %s aside: %w", t.dir, err)
+				}
+			}
+			if err := staging.Place(ctx, c, t.dir, t.tree.Mode); err != nil {
+				return err
+			}
+			if states[i] == treeDiffers {
+				if _, err := c.Run(ctx, "rm", "-rf", "--", old); err != nil {
+					return fmt.Errorf("remove the replaced %s: %w", t.dir, err)
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,69 @@
+package upgrade
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/staging"
+)
+
+// stageSend brings both trees into their hidden temporary directories on every node that
+// lacks them, sending only what is missing, and checks them against the manifest.
+type stageSend struct{ job *stageJob }
+
+func (stageSend) Name() string { return "send" }
+func (stageSend) Where() Where { return OnAll }
+
+func (s stageSend) Run(ctx context.Context, r *Run) error {
+	j := s.job
+	var done atomic.Int64
+	total := int64(len(r.Online) - len(j.alreadyNodes(nodeNames(r.Online))))
+	need := j.diskNeeded * total
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				r.Wait("%s of at most %s sent, %d of %d nodes done", megabytes(j.sent.Load()), megabytes(need), done.Load(), total)
+			}
+		}
+	}()
+	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
+		defer done.Add(1)
+		c, err := streamConn(lc)
+		if err != nil {
+			return onNode(n.Name, err)
+		}
+		states := j.nodeStates(n.Name)
+		for i, t := range []struct {
+			tree *staging.Tree
+			dir  string
+		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
+			if states[i] == treeSame {
+				continue
+			}
+			if _, err := staging.Send(ctx, c, t.tree, t.dir, func(b int64) { j.sent.Add(b) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	r.Note("%s sent", megabytes(j.sent.Load()))
+	return err
+}
+
+// nodeNames lists the nodes' names.
+func nodeNames(list []nodes.Node) []string {
+	var out []string
+	for _, n := range list {
+		out = append(out, n.Name)
+	}
+	return out
+}

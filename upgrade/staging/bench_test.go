@@ -1,0 +1,200 @@
+package staging_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/nodes/sshdtest"
+	"github.com/cutover/cutover/upgrade/staging"
+)
+
+// The benchmarks stage a 100 MB tree of 2,000 files to 8 and 32 real sshd nodes, and copy the
+// same tree with pdsh's `pdcp -r` in the same run:
+//
+//	go test -run '^$' -bench . -benchtime 3x ./upgrade/staging/
+//
+// BenchmarkStage reports, per op, the first stage of the tree on every node (s/stage: send,
+// check, place), the restage of the unchanged tree (s/restage: every node's copy checked
+// against the manifest, nothing sent), both as a fraction of pdcp's time over as many nodes
+// (x-of-pdcp, restage-x-of-pdcp) when BenchmarkPdcp ran first, and the process's peak
+// resident memory (MB-peak-rss). The nodes share this host's disk; each writes a directory of
+// its own.
+
+var benchNodes = []int{8, 32}
+
+var pdcpTime = struct {
+	sync.Mutex
+	perOp map[int]time.Duration
+}{perOp: map[int]time.Duration{}}
+
+// benchTree writes 2,000 files of 50 KB (100 MB) in 20 directories, once per process.
+var benchTree = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "cutover-stage-bench-")
+	if err != nil {
+		return "", err
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 50_000)
+	for d := range 20 {
+		sub := filepath.Join(dir, "usr/lib/app/1.2.0", fmt.Sprintf("mod%02d", d))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return "", err
+		}
+		for f := range 100 {
+			for i := range buf {
+				buf[i] = byte(r.Uint32())
+			}
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", f)), buf, 0o644); err != nil {
+				return "", err
+			}
+		}
+	}
+	return filepath.Join(dir, "usr/lib/app/1.2.0"), nil
+})
+
+func BenchmarkPdcp(b *testing.B) {
+	for _, n := range benchNodes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			for _, p := range []string{"pdcp", "ssh"} {
+				if _, err := exec.LookPath(p); err != nil {
+					b.Skipf("%s is not installed (run test/setup.sh)", p)
+				}
+			}
+			src, err := benchTree()
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := sshdtest.Start(b, n, sshdtest.WithWorkDirs())
+			var names []string
+			for i := range c.Servers {
+				names = append(names, fmt.Sprintf("node%d", i+2))
+			}
+			cfg := c.OpenSSHConfig(b, names)
+			env := append(os.Environ(), "PDSH_SSH_ARGS=-F "+cfg+" -oBatchMode=yes %h")
+			for b.Loop() {
+				cmd := exec.Command("pdcp", "-R", "ssh", "-f", "32", "-w", strings.Join(names, ","), "-r", src, ".")
+				cmd.Env = env
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Run(); err != nil || out.Len() > 0 {
+					b.Fatalf("pdcp: %v\n%q", err, out.String())
+				}
+				b.StopTimer()
+				for _, s := range c.Servers {
+					os.RemoveAll(filepath.Join(s.WorkDir, "1.2.0"))
+				}
+				b.StartTimer()
+			}
+			pdcpTime.Lock()
+			pdcpTime.perOp[n] = b.Elapsed() / time.Duration(b.N)
+			pdcpTime.Unlock()
+		})
+	}
+}
+
+func BenchmarkStage(b *testing.B) {
+	for _, n := range benchNodes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			src, err := benchTree()
+			if err != nil {
+				b.Fatal(err)
+			}
+			tree, err := staging.ReadTree(src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := sshdtest.Start(b, n)
+			var list []nodes.Node
+			list = append(list, nodes.Node{Name: "master"})
+			for i, s := range c.Servers {
+				list = append(list, nodes.Node{Name: fmt.Sprintf("node%d", i+2), Address: s.Addr, Port: s.Port})
+			}
+			inv, err := nodes.NewInventory("master", list)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			ctx := context.Background()
+			finals := map[string]string{}
+			for _, nd := range list[1:] {
+				finals[nd.Name] = filepath.Join(c.UserDir(b), "1.2.0")
+			}
+			each := func(f func(*nodes.Conn, string) error) {
+				var wg sync.WaitGroup
+				errs := make(chan error, len(finals))
+				for name, final := range finals {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						conn, err := p.Conn(ctx, name)
+						if err == nil {
+							err = f(conn, final)
+						}
+						errs <- err
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			var stage, restage time.Duration
+			for b.Loop() {
+				start := time.Now()
+				each(func(conn *nodes.Conn, final string) error {
+					if _, err := staging.Send(ctx, conn, tree, final, nil); err != nil {
+						return err
+					}
+					return staging.Place(ctx, conn, final, tree.Mode)
+				})
+				stage += time.Since(start)
+				start = time.Now()
+				each(func(conn *nodes.Conn, final string) error {
+					ok, err := staging.Installed(ctx, conn, tree, final)
+					if err == nil && !ok {
+						err = fmt.Errorf("%s: not installed after staging", conn.Node())
+					}
+					return err
+				})
+				restage += time.Since(start)
+				b.StopTimer()
+				for _, final := range finals {
+					os.RemoveAll(final)
+				}
+				b.StartTimer()
+			}
+			perStage := stage / time.Duration(b.N)
+			perRestage := restage / time.Duration(b.N)
+			b.ReportMetric(perStage.Seconds(), "s/stage")
+			b.ReportMetric(perRestage.Seconds(), "s/restage")
+			pdcpTime.Lock()
+			pdcp, ok := pdcpTime.perOp[n]
+			pdcpTime.Unlock()
+			if ok {
+				b.ReportMetric(float64(perStage)/float64(pdcp), "x-of-pdcp")
+				b.ReportMetric(float64(perRestage)/float64(pdcp), "restage-x-of-pdcp")
+			}
+			var ru syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			b.ReportMetric(float64(ru.Maxrss)/1024, "MB-peak-rss")
+		})
+	}
+}

@@ -1,0 +1,379 @@
+package staging
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+)
+
+// Conn runs commands on one node; *nodes.Conn satisfies it.
+type Conn interface {
+	Node() string
+	Run(ctx context.Context, argv ...string) (nodes.Result, error)
+	RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error)
+}
+
+// TempDir is the hidden directory beside final that a tree is staged into: a rerun finds
+// what an interrupted one left there.
+func TempDir(final string) string {
+	return path.Join(path.Dir(final), "."+path.Base(final)+".cutover-stage")
+}
+
+// inventoryScript lists the directory $1, creating it (0700) when missing and $2 is
+// "create": the directory's own mode as "MODE" NUL, then every entry as "TYPE MODE SIZE MTIME
+// ./NAME" NUL "LINKTARGET" NUL. A missing directory that is not to be created prints "absent".
+const inventoryScript = `set -e
+umask 077
+if [ -L "$1" ] || { [ -e "$1" ] && [ ! -d "$1" ]; }; then echo "$1 is not a directory" >&2; exit 1; fi
+if [ ! -e "$1" ] && [ "$2" != create ]; then printf absent; exit 0; fi
+mkdir -p -- "$1"
+cd -- "$1"
+find . -maxdepth 0 -printf '%#m\0'
+find . -mindepth 1 -printf '%y %#m %s %T@ %p\0%l\0'`
+
+// nodeEntry is what a node holds at a name of a directory.
+type nodeEntry struct {
+	kind   byte
+	mode   fs.FileMode
+	size   int64
+	mtime  int64
+	target string
+}
+
+// inventory reads what the node's directory dir holds and the directory's own mode;
+// create makes a missing dir, otherwise a missing dir gives a nil map.
+func inventory(ctx context.Context, c Conn, dir string, create bool) (map[string]nodeEntry, fs.FileMode, error) {
+	how := ""
+	if create {
+		how = "create"
+	}
+	res, err := c.Run(ctx, "sh", "-c", inventoryScript, "cutover-stage", dir, how)
+	if err != nil {
+		return nil, 0, err
+	}
+	if string(res.Stdout) == "absent" {
+		return nil, 0, nil
+	}
+	bad := func(what []byte) error {
+		return fmt.Errorf("%s: unexpected listing of %s: %q", c.Node(), dir, what)
+	}
+	fields := bytes.Split(res.Stdout, []byte{0})
+	root, err := strconv.ParseUint(string(fields[0]), 8, 32)
+	if err != nil {
+		return nil, 0, bad(fields[0])
+	}
+	got := map[string]nodeEntry{}
+	for i := 1; i+1 < len(fields); i += 2 {
+		parts := strings.SplitN(string(fields[i]), " ", 5)
+		if len(parts) != 5 || len(parts[0]) != 1 || !strings.HasPrefix(parts[4], "./") {
+			return nil, 0, bad(fields[i])
+		}
+		m, err1 := strconv.ParseUint(parts[1], 8, 32)
+		size, err2 := strconv.ParseInt(parts[2], 10, 64)
+		mtime, err3 := parseFindTime(parts[3])
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, 0, bad(fields[i])
+		}
+		got[parts[4][2:]] = nodeEntry{kind: parts[0][0], mode: unixPerm(uint32(m)), size: size, mtime: mtime, target: string(fields[i+1])}
+	}
+	return got, unixPerm(uint32(root)), nil
+}
+
+// parseFindTime converts a time as find's %T@ prints it ("1732300000.1234567890") to Unix
+// nanoseconds, so a file rewritten within the same second as the source still differs.
+func parseFindTime(s string) (int64, error) {
+	sec, frac, _ := strings.Cut(s, ".")
+	secs, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	frac = (frac + "000000000")[:9]
+	ns, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("bad time %q", s)
+	}
+	return secs*1e9 + ns, nil
+}
+
+// sums returns the SHA-256 of the named files of the node's directory dir; the names go to
+// the node on standard input, so there may be any number of them.
+func sums(ctx context.Context, c Conn, dir string, names []string) (map[string]string, error) {
+	var in bytes.Buffer
+	for _, n := range names {
+		in.WriteString("./" + n + "\x00")
+	}
+	res, err := c.RunInput(ctx, &in, "sh", "-c", `cd -- "$1" && xargs -0 -r sha256sum -z --`, "cutover-stage", dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, rec := range bytes.Split(res.Stdout, []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		sum, name, ok := strings.Cut(string(rec), "  ./")
+		if !ok {
+			return nil, fmt.Errorf("%s: unexpected checksum line in %s: %q", c.Node(), dir, rec)
+		}
+		out[name] = sum
+	}
+	return out, nil
+}
+
+// unixPerm converts the permission and special bits of a mode as find prints it.
+func unixPerm(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	if m&0o4000 != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// tarMode converts a mode to the bits tar headers carry.
+func tarMode(m fs.FileMode) int64 {
+	mode := int64(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		mode |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		mode |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	return mode
+}
+
+// plan compares what the node holds with the tree: the names to remove first (not in the
+// tree, or of another kind) and the entries to send: directories and links always, files
+// whose size, modification time or mode differ (what a copy cut off halfway, or a changed
+// file, has), as rsync's quick check does.
+func plan(t *Tree, got map[string]nodeEntry) (remove []string, send []Entry) {
+	want := make(map[string]Entry, len(t.Entries))
+	for _, e := range t.Entries {
+		want[e.Name] = e
+	}
+	for name, g := range got {
+		e, ok := want[name]
+		if !ok || kindOf(g.kind) != e.Kind {
+			remove = append(remove, name)
+		}
+	}
+	for _, e := range t.Entries {
+		if g, ok := got[e.Name]; e.Kind == 'f' && ok && same(e, g) {
+			continue
+		}
+		send = append(send, e)
+	}
+	return remove, send
+}
+
+// same reports whether the node's file passes the quick check against e.
+func same(e Entry, g nodeEntry) bool {
+	return kindOf(g.kind) == 'f' && g.size == e.Size && g.mtime == e.MTime && g.mode == e.Mode
+}
+
+// kindOf maps find's %y letter to an Entry kind ('?' for what a tree never holds).
+func kindOf(y byte) byte {
+	switch y {
+	case 'd', 'f', 'l':
+		return y
+	}
+	return '?'
+}
+
+// verify reports how the node's temporary directory differs from the tree, nil when it
+// holds exactly the tree.
+func verify(t *Tree, got map[string]nodeEntry) error {
+	var diffs []string
+	for _, e := range t.Entries {
+		g, ok := got[e.Name]
+		switch {
+		case !ok:
+			diffs = append(diffs, e.Name+" is missing")
+		case kindOf(g.kind) != e.Kind:
+			diffs = append(diffs, fmt.Sprintf("%s is of type %c, want %c", e.Name, g.kind, e.Kind))
+		case e.Kind == 'f' && (g.size != e.Size || g.mtime != e.MTime):
+			diffs = append(diffs, e.Name+" has other contents (size or modification time)")
+		case e.Kind == 'l' && g.target != e.Target:
+			diffs = append(diffs, fmt.Sprintf("%s points to %q, want %q", e.Name, g.target, e.Target))
+		case e.Kind != 'l' && g.mode != e.Mode:
+			diffs = append(diffs, fmt.Sprintf("%s has mode %v, want %v", e.Name, g.mode, e.Mode))
+		}
+		delete(got, e.Name)
+	}
+	for name := range got {
+		diffs = append(diffs, name+" should not be there")
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	if len(diffs) > 5 {
+		diffs = append(diffs[:5], fmt.Sprintf("and %d more", len(diffs)-5))
+	}
+	return fmt.Errorf("%s", strings.Join(diffs, "; "))
+}
+
+// Progress is told how many bytes of file contents went to a node.
+type Progress func(bytes int64)
+
+// Send brings the node's temporary directory for final to hold exactly t: it removes what
+// does not belong there, sends what the node lacks as one tar stream extracted by tar on the
+// node, and checks every entry against the manifest. It returns the bytes of file contents
+// sent. Nothing outside the temporary directory changes, so Send may be interrupted and run
+// again at any time: a rerun sends only what is still missing.
+func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress) (int64, error) {
+	tmp := TempDir(final)
+	got, _, err := inventory(ctx, c, tmp, true)
+	if err != nil {
+		return 0, fmt.Errorf("%s: read %s: %w", c.Node(), tmp, err)
+	}
+	remove, send := plan(t, got)
+	if len(remove) > 0 {
+		argv := []string{"sh", "-c", `cd -- "$1" && shift && rm -rf -- "$@"`, "cutover-stage", tmp}
+		for _, name := range remove {
+			argv = append(argv, "./"+name)
+		}
+		if _, err := c.Run(ctx, argv...); err != nil {
+			return 0, fmt.Errorf("%s: clean %s: %w", c.Node(), tmp, err)
+		}
+	}
+	var sent int64
+	if len(send) > 0 {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(writeTar(pw, t.Dir, send, &sent, progress)) }()
+		_, err := c.RunInput(ctx, pr, "tar", "-x", "-p", "--no-same-owner", "-f", "-", "-C", tmp)
+		pr.CloseWithError(io.ErrClosedPipe)
+		if err != nil {
+			return sent, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
+		}
+	}
+	// Every file sent is checked against its checksum; the rest passed the quick check.
+	var names []string
+	for _, e := range send {
+		if e.Kind == 'f' {
+			names = append(names, e.Name)
+		}
+	}
+	got, _, err = inventory(ctx, c, tmp, true)
+	if err == nil && len(names) > 0 {
+		var have map[string]string
+		if have, err = sums(ctx, c, tmp, names); err == nil {
+			for _, e := range send {
+				if e.Kind == 'f' && have[e.Name] != e.Sum {
+					err = fmt.Errorf("%s arrived with other contents (checksum)", e.Name)
+					break
+				}
+			}
+		}
+	}
+	if err == nil {
+		err = verify(t, got)
+	}
+	if err != nil {
+		return sent, fmt.Errorf("%s: %s does not match the manifest: %w", c.Node(), tmp, err)
+	}
+	return sent, nil
+}
+
+// writeTar writes entries of the tree at dir as a tar stream, counting file bytes.
+func writeTar(w io.Writer, dir string, entries []Entry, sent *int64, progress Progress) error {
+	tw := tar.NewWriter(w)
+	now := time.Now().Truncate(time.Second)
+	for _, e := range entries {
+		h := &tar.Header{Name: "./" + e.Name, Mode: tarMode(e.Mode), Format: tar.FormatPAX, ModTime: now}
+		if e.Kind == 'f' {
+			h.ModTime = time.Unix(0, e.MTime)
+		}
+		switch e.Kind {
+		case 'd':
+			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
+		case 'l':
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.Target
+		case 'f':
+			h.Typeflag, h.Size = tar.TypeReg, e.Size
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if e.Kind != 'f' {
+			continue
+		}
+		if err := copyFile(tw, filepath.Join(dir, filepath.FromSlash(e.Name)), e.Size); err != nil {
+			return err
+		}
+		*sent += e.Size
+		if progress != nil {
+			progress(e.Size)
+		}
+	}
+	return tw.Close()
+}
+
+// copyFile copies exactly size bytes of a file: one that changed size since it was read is an
+// error, not a corrupt stream.
+func copyFile(w io.Writer, p string, size int64) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.Copy(w, io.LimitReader(f, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("%s changed while it was staged", p)
+	}
+	return err
+}
+
+// placeScript gives the temporary directory $1 the mode $3 and renames it to $2, which must
+// not exist.
+const placeScript = `set -e
+if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 exists" >&2; exit 1; fi
+chmod "$3" -- "$1"
+mv -T -- "$1" "$2"`
+
+// Place renames the node's verified temporary directory for final into place with mode.
+func Place(ctx context.Context, c Conn, final string, mode fs.FileMode) error {
+	_, err := c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", TempDir(final), final, fmt.Sprintf("%04o", tarMode(mode)))
+	if err != nil {
+		return fmt.Errorf("%s: put %s in place: %w", c.Node(), final, err)
+	}
+	return nil
+}
+
+// Installed compares the node's final directory with t: ok when it holds exactly t (mode of
+// the directory included), a nil error and !ok when final does not exist, and an error
+// saying how it differs otherwise.
+func Installed(ctx context.Context, c Conn, t *Tree, final string) (ok bool, err error) {
+	got, mode, err := inventory(ctx, c, final, false)
+	if err != nil {
+		return false, fmt.Errorf("%s: read %s: %w", c.Node(), final, err)
+	}
+	if got == nil {
+		return false, nil
+	}
+	if err := verify(t, got); err != nil {
+		return false, fmt.Errorf("%s: %s differs from what is to be staged: %w", c.Node(), final, err)
+	}
+	if mode != t.Mode {
+		return false, fmt.Errorf("%s: %s has mode %v, want %v", c.Node(), final, mode, t.Mode)
+	}
+	return true, nil
+}
