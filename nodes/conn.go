@@ -97,20 +97,36 @@ func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
 
 // run runs line; shown is what error messages call the command. When the
 // pool has a command tag, what commands of that tag left running on the node
-// is killed first (once per connection and tag).
+// is killed first (once per connection and tag): over SSH by the same
+// session, ahead of the command.
 func (c *Conn) run(ctx context.Context, line, shown string) (Result, error) {
 	tag := c.pool.commandTag()
-	if tag != "" {
+	if tag == "" || c.ssh == nil {
 		if err := c.reap(ctx, tag); err != nil {
 			return Result{Node: c.name, Command: line, ExitCode: -1}, err
 		}
+		return c.runTagged(ctx, line, shown, tag, false)
 	}
-	return c.runTagged(ctx, line, shown, tag)
+	c.reapMu.Lock()
+	if c.reaped[tag] {
+		c.reapMu.Unlock()
+		return c.runTagged(ctx, line, shown, tag, false)
+	}
+	// The first command of the tag on this connection reaps ahead of itself;
+	// the lock holds back the connection's other commands of the tag until
+	// it has.
+	res, err := c.runTagged(ctx, line, shown, tag, true)
+	if res.ExitCode >= 0 {
+		c.markReaped(tag)
+	}
+	c.reapMu.Unlock()
+	return res, err
 }
 
 // runTagged runs line under the watchdog, recording it under tag when tag
-// is not empty.
-func (c *Conn) runTagged(ctx context.Context, line, shown, tag string) (Result, error) {
+// is not empty. With reapFirst, the session first kills what commands of
+// tag left running on the node (SSH only).
+func (c *Conn) runTagged(ctx context.Context, line, shown, tag string, reapFirst bool) (Result, error) {
 	if c.ssh == nil {
 		return c.runLocal(ctx, line, shown, tag)
 	}
@@ -118,7 +134,11 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, tag string) (Result, 
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	stdout, stderr := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
-	code, err := c.ssh.run(runCtx, sshLine(line, tag, c.name), stdout, stderr)
+	remote := sshLine(line, tag, c.name)
+	if reapFirst {
+		remote = reapLine(tag, c.name) + remote
+	}
+	code, err := c.ssh.run(runCtx, remote, stdout, stderr)
 	timedOut := false
 	if err != nil && runCtx.Err() != nil {
 		// The command was stopped: by the caller, or by its timeout.
@@ -138,21 +158,42 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, tag string) (Result, 
 
 // reap kills, once per connection and tag, the commands of tag that an
 // earlier execution (or an earlier, lost connection) left running on the
-// node, and removes their records. Concurrent callers wait for the first.
+// node, and removes their records: in a session of its own. Concurrent
+// callers wait for the first. An empty tag has nothing to reap.
 func (c *Conn) reap(ctx context.Context, tag string) error {
+	if tag == "" {
+		return nil
+	}
 	c.reapMu.Lock()
 	defer c.reapMu.Unlock()
 	if c.reaped[tag] {
 		return nil
 	}
 	shown := "kill the commands of " + tag + " left running"
-	if _, err := c.runTagged(ctx, reapLine(tag, c.name), shown, ""); err != nil {
+	if _, err := c.runTagged(ctx, reapLine(tag, c.name)+"exit 0\n", shown, "", false); err != nil {
 		return err
 	}
+	c.markReaped(tag)
+	return nil
+}
+
+// markReaped notes that tag's leftovers on the node are gone; the caller
+// holds reapMu.
+func (c *Conn) markReaped(tag string) {
 	if c.reaped == nil {
 		c.reaped = make(map[string]bool)
 	}
 	c.reaped[tag] = true
+}
+
+// beforeWrite reaps the command tag's leftovers, if that has not happened on
+// this connection yet, before a file operation that changes the node.
+func (c *Conn) beforeWrite(op, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	if err := c.reap(ctx, c.pool.commandTag()); err != nil {
+		return fmt.Errorf("%s %s: %w", op, name, err)
+	}
 	return nil
 }
 
@@ -213,6 +254,9 @@ func (c *Conn) Symlink(oldname, newname string) error {
 	if err := c.checkAbs("symlink", newname); err != nil {
 		return err
 	}
+	if err := c.beforeWrite("symlink", newname); err != nil {
+		return err
+	}
 	return c.fsError(c.files().Symlink(oldname, newname))
 }
 
@@ -223,12 +267,18 @@ func (c *Conn) Rename(oldname, newname string) error {
 	if err := c.checkAbs("rename", oldname, newname); err != nil {
 		return err
 	}
+	if err := c.beforeWrite("rename", newname); err != nil {
+		return err
+	}
 	return c.fsError(c.files().Rename(oldname, newname))
 }
 
 // Remove removes the named file, symbolic link or empty directory.
 func (c *Conn) Remove(name string) error {
 	if err := c.checkAbs("remove", name); err != nil {
+		return err
+	}
+	if err := c.beforeWrite("remove", name); err != nil {
 		return err
 	}
 	return c.fsError(c.files().Remove(name))
@@ -266,6 +316,9 @@ func (c *Conn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	if perm&^fs.ModePerm != 0 {
 		return fmt.Errorf("%s: write %s: mode %v has more than permission bits", c.name, name, perm)
 	}
+	if err := c.beforeWrite("write", name); err != nil {
+		return err
+	}
 	return c.fsError(c.files().WriteFileAtomic(name, data, perm))
 }
 
@@ -275,12 +328,18 @@ func (c *Conn) MkdirAll(name string, perm fs.FileMode) error {
 	if err := c.checkAbs("mkdir", name); err != nil {
 		return err
 	}
+	if err := c.beforeWrite("mkdir", name); err != nil {
+		return err
+	}
 	return c.fsError(c.files().MkdirAll(name, perm))
 }
 
 // Chmod sets the permission bits of the named file.
 func (c *Conn) Chmod(name string, perm fs.FileMode) error {
 	if err := c.checkAbs("chmod", name); err != nil {
+		return err
+	}
+	if err := c.beforeWrite("chmod", name); err != nil {
 		return err
 	}
 	return c.fsError(c.files().Chmod(name, perm))

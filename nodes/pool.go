@@ -189,12 +189,14 @@ func loadIdentity(file string) (ssh.Signer, error) {
 // such as "run-7": lower-case letters, digits and '-', at most 64
 // characters; "" (the default) records nothing. Each command started after
 // the call is recorded on its node under the tag while it runs (see the
-// package documentation). Before a connection to a node is first handed out
-// by Conn with a tag set, or first runs a command with it, every command
-// that an earlier execution recorded there under the same tag (and node
-// name) and that still runs is killed with its process group, so a resumed
-// run never races a command of a dead one. Records of other tags are left
-// alone. At most one Pool per tag may be in use at a time.
+// package documentation). Before a connection first runs a command or
+// changes a file with a tag set, every command that an earlier execution
+// recorded on its node under the same tag (and node name) and that still
+// runs is killed with its process group, so a resumed run never races a
+// command of a dead one. Over SSH that reap runs in the same session as
+// the connection's first command, ahead of it: it costs no session of its
+// own unless a file is changed before any command runs. Records of other
+// tags are left alone. At most one Pool per tag may be in use at a time.
 func (p *Pool) SetCommandTag(tag string) error {
 	if err := checkCommandTag(tag); err != nil {
 		return err
@@ -219,24 +221,10 @@ func (p *Pool) commandTag() string {
 // pool holds none or the one it holds is dead. Concurrent callers for one
 // node share a single dial. Offline nodes are reached like any other:
 // leaving them out is up to the caller (see Inventory.Online). With a
-// command tag set, the first Conn call of a connection kills what earlier
-// commands of the tag left running on the node (see SetCommandTag); when
-// that fails, so does Conn.
+// command tag set, the connection kills what earlier commands of the tag
+// left running on the node before its first command or file change (see
+// SetCommandTag).
 func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
-	c, err := p.conn(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if tag := p.commandTag(); tag != "" {
-		if err := c.reap(ctx, tag); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
-}
-
-// conn returns the node's live connection, dialing it when needed.
-func (p *Pool) conn(ctx context.Context, name string) (*Conn, error) {
 	n, ok := p.inv.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("%s: not in the inventory", name)

@@ -142,10 +142,10 @@ exec sh -c "$1" 3<&-
 
 // reapScript kills the commands recorded under tag $t for node $n whose
 // process still runs (same boot, same start time) with their process group,
-// and removes every record of $t for $n (and unreadable ones of $t).
-const reapScript = recordDirScript + `[ -n "$cutover_dir" ] && [ -d "$cutover_dir" ] || exit 0
-{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=-
-` + procStatScript + `for f in "$cutover_dir/$t".*; do
+// and removes every record of $t for $n (and unreadable ones of $t). It
+// never exits, so that a command line may follow it.
+const reapScript = recordDirScript + `{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=-
+` + procStatScript + `[ -n "$cutover_dir" ] && [ -d "$cutover_dir" ] && for f in "$cutover_dir/$t".*; do
 	[ -f "$f" ] || continue
 	rg= rp= rs= rb= rn=
 	{ read -r rg rp rs rb rn <"$f"; } 2>/dev/null
@@ -175,8 +175,9 @@ func sshLine(line, tag, node string) string {
 	return "exec sh " + QuoteArgs(watchdogArgs("ssh", line, tag, node))
 }
 
-// reapLine is the command line that kills what commands of tag left
-// running on node.
+// reapLine is the start of a command line that kills what commands of tag
+// left running on node; it ends with a newline, and the line goes on with
+// what runs next.
 func reapLine(tag, node string) string {
 	return "t=" + Quote(tag) + " n=" + Quote(node) + "\n" + reapScript
 }

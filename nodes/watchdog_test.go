@@ -371,8 +371,8 @@ func startGroup(t *testing.T, s, mark string) *exec.Cmd {
 }
 
 // TestReapLocal leaves commands behind as a dead execution would (a
-// running process group and its record): the first Conn of a pool with the
-// same tag kills the group and removes the record, and leaves alone what
+// running process group and its record): the first command of a pool with
+// the same tag kills the group and removes the record, and leaves alone what
 // other tags and other nodes recorded and a process whose pid was reused.
 func TestReapLocal(t *testing.T) {
 	t.Parallel()
@@ -400,7 +400,9 @@ func TestReapLocal(t *testing.T) {
 	if err := p.SetCommandTag(tag); err != nil {
 		t.Fatal(err)
 	}
-	conn(t, p, localMaster)
+	if _, err := conn(t, p, localMaster).Run(context.Background(), "true"); err != nil {
+		t.Fatal(err)
+	}
 
 	assertKilled(t, s, mark)
 	if err := victim.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
@@ -423,7 +425,7 @@ func TestReapLocal(t *testing.T) {
 
 // TestReapSSH leaves a command running on a node as an execution cut off
 // from it would: its watcher is frozen, so the end of the connection does
-// not stop it. The first Conn of a new pool with the same tag kills it.
+// not stop it. The first command of a new pool with the same tag kills it.
 func TestReapSSH(t *testing.T) {
 	t.Parallel()
 	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
@@ -466,7 +468,12 @@ func TestReapSSH(t *testing.T) {
 	if err := second.SetCommandTag(tag); err != nil {
 		t.Fatal(err)
 	}
-	conn(t, second, "node1")
+	// The first command reaps ahead of itself in its own session, and still
+	// runs as asked.
+	res, err := conn(t, second, "node1").Run(context.Background(), "echo", "after the reap")
+	if err != nil || string(res.Stdout) != "after the reap\n" {
+		t.Fatalf("first command of the new pool: %q, %v", res.Stdout, err)
+	}
 	assertKilled(t, s, mark)
 	assertNoRecords(t, nodes.RootRecordDir, tag)
 }
@@ -485,6 +492,10 @@ func TestReapOnRedial(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := conn(t, p, srv.Name)
+	// The connection's first command looks once for what was left behind.
+	if _, err := first.Run(context.Background(), "true"); err != nil {
+		t.Fatal(err)
+	}
 
 	s, mark := uniqueSleep(), filepath.Join(t.TempDir(), "mark")
 	left := startGroup(t, s, mark)
@@ -501,8 +512,32 @@ func TestReapOnRedial(t *testing.T) {
 
 	srv.Kill(t)
 	srv.Restart(t)
-	if second := conn(t, p, srv.Name); second == first {
+	second := conn(t, p, srv.Name)
+	if second == first {
 		t.Fatal("Conn after the node died returned the dead connection")
+	}
+	// Reading changes nothing on the node: it need not reap first.
+	if _, err := second.Stat("/"); err != nil {
+		t.Fatal(err)
+	}
+	// The new connection's first command reaps ahead of itself, in its own session.
+	if _, err := second.Run(context.Background(), "true"); err != nil {
+		t.Fatal(err)
+	}
+	assertKilled(t, s, mark)
+	if _, err := os.Stat(record); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("record %s still there (err %v), want it removed", record, err)
+	}
+
+	// A connection whose first act changes a file reaps before it.
+	s, mark = uniqueSleep(), filepath.Join(t.TempDir(), "mark")
+	left = startGroup(t, s, mark)
+	record = writeRecord(t, nodes.RootRecordDir, tag, srv.Name, left.Process.Pid, "")
+	srv.Kill(t)
+	srv.Restart(t)
+	third := conn(t, p, srv.Name)
+	if err := third.MkdirAll(filepath.Join(t.TempDir(), "made"), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	assertKilled(t, s, mark)
 	if _, err := os.Stat(record); !errors.Is(err, fs.ErrNotExist) {
