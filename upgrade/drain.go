@@ -86,7 +86,7 @@ func (drain) Undo(ctx context.Context, r *Run) error {
 	if v, _ := r.Fact(factQueueDrained); v != "no" {
 		return nil
 	}
-	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.QueueUndrain)
+	return undrainQueue(ctx, r)
 }
 
 const (

@@ -45,5 +45,5 @@ func (pauseReconciler) Undo(ctx context.Context, r *Run) error {
 	if v, _ := r.Fact(factReconcilerPause); v != "no" {
 		return nil
 	}
-	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.ReconcilerContinue)
+	return continueReconciler(ctx, r)
 }

@@ -16,15 +16,50 @@ func (undrain) Name() string { return "undrain" }
 func (undrain) Where() Where { return OnMaster }
 
 func (undrain) Run(ctx context.Context, r *Run) error {
-	master := []nodes.Node{r.MasterNode()}
 	var errs []error
 	if v, ok := r.Fact(factQueueDrained); ok && v == "no" {
-		errs = append(errs, r.Command(ctx, master, false, r.Config.Commands.QueueUndrain))
+		errs = append(errs, undrainQueue(ctx, r))
 	} else if ok {
 		r.Note("queue left drained, as it was before the run")
 	}
 	if v, ok := r.Fact(factReconcilerPause); ok && v == "no" {
-		errs = append(errs, r.Command(ctx, master, false, r.Config.Commands.ReconcilerContinue))
+		errs = append(errs, continueReconciler(ctx, r))
 	}
 	return errors.Join(errs...)
+}
+
+// undrainQueue runs queue_undrain on the master, unless the queue_drained probe says that the
+// queue is open already. A resumed run repeats the undrain of an execution that ended later,
+// and an application's undrain need not be idempotent: Ganeti 3.0's and 3.1's master daemon
+// never answers an undrain of an open queue, so the command hangs until its own timeout.
+func undrainQueue(ctx context.Context, r *Run) error {
+	cmds := r.Config.Commands
+	if cmds.QueueDrained != "" {
+		drained, err := probe(ctx, r, cmds.QueueDrained)
+		if err != nil {
+			return err
+		}
+		if !drained {
+			r.Note("queue open already")
+			return nil
+		}
+	}
+	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, cmds.QueueUndrain)
+}
+
+// continueReconciler runs reconciler_continue on the master, unless the reconciler_paused
+// probe says that the reconciler runs already, for the same reason as undrainQueue.
+func continueReconciler(ctx context.Context, r *Run) error {
+	cmds := r.Config.Commands
+	if cmds.ReconcilerPaused != "" {
+		paused, err := probe(ctx, r, cmds.ReconcilerPaused)
+		if err != nil {
+			return err
+		}
+		if !paused {
+			r.Note("reconciler running already")
+			return nil
+		}
+	}
+	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, cmds.ReconcilerContinue)
 }

@@ -192,11 +192,14 @@ func (f *crashFixture) config(o fixtureOpts) string {
 		{"daemons_stop", stop},
 		{"daemons_start", fmt.Sprintf(": daemons_start; echo running $(cat %[1]s/etc/app/share/VERSION) > %[2]s; echo start {node} >> %[3]s", r, daemons, events)},
 		{"queue_drain", fmt.Sprintf(": queue_drain; touch %s/run/drained", r)},
-		{"queue_undrain", fmt.Sprintf(": queue_undrain; rm -f %s/run/drained", r)},
+		// Like Ganeti's, the undrain and the continue are not idempotent: undraining an
+		// open queue fails (Ganeti's master daemon never answers it), so a resumed run must
+		// not repeat what an earlier execution finished.
+		{"queue_undrain", fmt.Sprintf(": queue_undrain; test -e %[1]s/run/drained || { echo the queue is not drained >&2; exit 1; }; rm -f %[1]s/run/drained", r)},
 		{"queue_drained", fmt.Sprintf(": queue_drained; test -e %s/run/drained", r)},
 		{"queue_busy", fmt.Sprintf(": queue_busy; test -d %s/run && echo 0", r)},
 		{"reconciler_pause", fmt.Sprintf(": reconciler_pause; touch %s/run/paused", r)},
-		{"reconciler_continue", fmt.Sprintf(": reconciler_continue; rm -f %s/run/paused", r)},
+		{"reconciler_continue", fmt.Sprintf(": reconciler_continue; test -e %[1]s/run/paused || { echo the reconciler is not paused >&2; exit 1; }; rm -f %[1]s/run/paused", r)},
 		{"reconciler_paused", fmt.Sprintf(": reconciler_paused; test -e %s/run/paused", r)},
 		{"ensure_dirs", fmt.Sprintf(": ensure_dirs; echo ensure-dirs {node} >> %s/run/calls", r)},
 		{"post_upgrade", fmt.Sprintf(": post_upgrade; echo post-upgrade {from} >> %s/run/calls", r)},

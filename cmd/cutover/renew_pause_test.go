@@ -10,9 +10,9 @@ import (
 // withReconciler adds a reconciler to lc's config that records its pause and continue in
 // calls, was not paused before the run, and is renewed every renew ("" for never).
 func withReconciler(lc *localCluster, renew string) {
-	calls := filepath.Join(lc.root, "calls")
-	extra := fmt.Sprintf("[commands]\nreconciler_pause = %q\nreconciler_continue = %q\nreconciler_paused = \"false\"\n",
-		"echo pause >> "+calls, "echo continue >> "+calls)
+	calls, paused := filepath.Join(lc.root, "calls"), filepath.Join(lc.root, "paused")
+	extra := fmt.Sprintf("[commands]\nreconciler_pause = %q\nreconciler_continue = %q\nreconciler_paused = %q\n",
+		"echo pause >> "+calls+"; touch "+paused, "echo continue >> "+calls+"; rm -f "+paused, "test -e "+paused)
 	if renew != "" {
 		extra += fmt.Sprintf("reconciler_pause_renew = %q\n", renew)
 	}
