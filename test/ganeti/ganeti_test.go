@@ -30,6 +30,13 @@ func TestGaneti(t *testing.T) {
 			c.checkAt(t, s.minor)
 		})
 	}
+	t.Run("node cut off after the PONR", func(t *testing.T) {
+		if c.version(t) != "3.0" {
+			t.Fatalf("the cluster is at %s, want 3.0: a scenario before failed", c.version(t))
+		}
+		cutAfterPONR(t, c, "3.1", "node3")
+		c.checkAt(t, "3.1")
+	})
 }
 
 // version is the minor the master's links point at.
