@@ -13,7 +13,9 @@ import (
 // The downtime window of a run: on each node, from the moment its daemons' stop command
 // started to the moment its last start command ended; for the cluster, from the first stop to
 // the last start. The first stop of a node is journaled as a fact (down.<node>), so a resumed
-// run counts from the first execution's stop; the window is journaled when the run ends.
+// run counts from the first execution's stop; the facts of a stage's nodes are journaled
+// together as the stage ends (Run.Remember), so a stage stopped by a crash leaves a resumed
+// run to count those nodes from its own stop. The window is journaled when the run ends.
 const (
 	factDownPrefix = "down."
 	factDowntime   = "downtime"
@@ -44,9 +46,7 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 		return nil
 	}
 	if !start {
-		if _, err := r.Learn(ctx, factDownPrefix+node, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
-			r.Warn("%v", err)
-		}
+		r.Remember(factDownPrefix+node, time.Now().UTC().Format(time.RFC3339Nano))
 	}
 	_, err := c.RunShell(ctx, r.expand(command, node))
 	if start && err == nil {

@@ -1,6 +1,8 @@
 package upgrade
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -24,5 +26,51 @@ func TestDowntime(t *testing.T) {
 	}
 	if d := (&Run{}).downtime(); d.Cluster != 0 || len(d.Nodes) != 0 {
 		t.Errorf("downtime of a run that stopped nothing = %+v", d)
+	}
+}
+
+// stopEverywhere is a stage that remembers a daemon stop on many nodes, as a fan-out does,
+// and looks at the journal while it runs.
+type stopEverywhere struct {
+	nodes        int
+	j            *memJournal
+	writesDuring int
+}
+
+func (stopEverywhere) Name() string { return "stop-nodes" }
+func (stopEverywhere) Where() Where { return OnOthers }
+func (s *stopEverywhere) Run(_ context.Context, r *Run) error {
+	for i := range s.nodes {
+		r.Remember(fmt.Sprintf("down.node%d", i), time.Now().UTC().Format(time.RFC3339Nano))
+	}
+	s.j.mu.Lock()
+	s.writesDuring = s.j.setFacts
+	s.j.mu.Unlock()
+	return nil
+}
+
+// TestRememberedFactsOneWritePerStage: the first stop of 256 nodes costs the journal one write,
+// as the stage ends, not one per node; an earlier execution's value still wins.
+func TestRememberedFactsOneWritePerStage(t *testing.T) {
+	j := &memJournal{facts: map[string]string{"down.node7": "2026-11-22T12:00:00Z"}}
+	st := &stopEverywhere{nodes: 256, j: j}
+	r := testRun(j)
+	r.facts = maps(j.facts)
+	if err := (&Runner{Stages: []Stage{st}}).Execute(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if st.writesDuring != 0 {
+		t.Errorf("%d fact writes while the stage ran, want none", st.writesDuring)
+	}
+	if j.setFacts != 1 {
+		t.Errorf("%d fact writes for 256 nodes, want 1", j.setFacts)
+	}
+	for i := range 256 {
+		if _, ok := j.facts[fmt.Sprintf("down.node%d", i)]; !ok {
+			t.Fatalf("down.node%d not journaled", i)
+		}
+	}
+	if v, _ := r.Fact("down.node7"); v != "2026-11-22T12:00:00Z" || j.facts["down.node7"] != v {
+		t.Errorf("down.node7 = %q (journal %q), want the earlier execution's", v, j.facts["down.node7"])
 	}
 }

@@ -76,6 +76,7 @@ type Run struct {
 
 	mu         sync.Mutex
 	facts      map[string]string
+	unsaved    map[string]string // facts remembered and not journaled yet (see Remember)
 	stage      *stageState
 	failed     []string // stages that failed past the point of no return
 	tolerated  []string // batches that failed within the failure budget, with their nodes
@@ -243,6 +244,51 @@ func (r *Run) Learn(ctx context.Context, key, value string) (string, error) {
 		}
 	}
 	return r.facts[key], nil
+}
+
+// Remember records value under key unless an earlier execution (or this one) already has,
+// like Learn, but leaves the journal write to the runner, which stores every remembered fact
+// in one write as the stage ends. It is for facts a fan-out learns on every node, such as
+// the moment each node's daemons stopped, where a journal write (an fsync) per node would
+// cost more than the facts are worth; a crash before the stage ends loses them.
+func (r *Run) Remember(key, value string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.facts[key]; ok {
+		return
+	}
+	if r.facts == nil {
+		r.facts = map[string]string{}
+	}
+	if r.unsaved == nil {
+		r.unsaved = map[string]string{}
+	}
+	r.facts[key] = value
+	r.unsaved[key] = value
+}
+
+// saveFacts journals the facts remembered since the last call, in one write; the values the
+// journal already held for them (an earlier execution's) win.
+func (r *Run) saveFacts(ctx context.Context) error {
+	r.mu.Lock()
+	facts := r.unsaved
+	r.unsaved = nil
+	r.mu.Unlock()
+	if len(facts) == 0 || r.journal == nil || r.ID == 0 {
+		return nil
+	}
+	stored, err := r.journal.SetFacts(ctx, r.ID, facts)
+	if err != nil {
+		return fmt.Errorf("journal: record %d facts: %w", len(facts), err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range facts {
+		if v, ok := stored[k]; ok {
+			r.facts[k] = v
+		}
+	}
+	return nil
 }
 
 // Note sets the short summary shown on the stage's line, such as "waited for 3 jobs".

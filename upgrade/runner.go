@@ -439,6 +439,11 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, Duration: d, Nodes: nodeResults, Message: msg}
 	r.log.Printf("[%d/%d] %s %s %s %s", i+1, len(rn.Stages), st.Name(), state, d.Round(time.Millisecond), msg)
 	var jerr error
+	if state != journal.Started {
+		if err := r.saveFacts(context.WithoutCancel(ctx)); err != nil {
+			r.Warn("%v", err)
+		}
+	}
 	if r.journal != nil && r.ID != 0 {
 		if _, err := r.journal.Record(context.WithoutCancel(ctx), r.ID, ev); err != nil {
 			jerr = fmt.Errorf("journal: record %s %s: %w", st.Name(), state, err)

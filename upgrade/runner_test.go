@@ -25,6 +25,8 @@ type memJournal struct {
 	// those records fail, failStarted makes recording a stage's start fail.
 	pastPONR, failPONR, failTravel bool
 	failStarted                    string
+	// setFacts counts the writes of facts.
+	setFacts int
 	// seq numbers every write, so tests can check what came before what.
 	outcomeAt int
 }
@@ -48,6 +50,7 @@ func (j *memJournal) Record(_ context.Context, _ uint64, ev journal.Event) (jour
 func (j *memJournal) SetFacts(_ context.Context, _ uint64, facts map[string]string) (map[string]string, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.setFacts++
 	if j.facts == nil {
 		j.facts = map[string]string{}
 	}
