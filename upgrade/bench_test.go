@@ -31,7 +31,8 @@ import (
 // servers spent (cpu-s-sshd): on one host the nodes share the client's cores, so that time
 // is part of the run's time here and would be spent on the nodes in a real cluster.
 // BenchmarkPdshRounds runs first; BenchmarkUpgradeRun then also reports its time as a
-// fraction of the pdsh rounds over as many nodes (x-of-pdsh).
+// fraction of the pdsh rounds over as many nodes, per op (x-of-pdsh) and per run
+// (x-run-of-pdsh).
 
 // benchNodes are the cluster sizes measured, sshd nodes besides the master: 8 and 32, or the
 // comma-separated sizes in CUTOVER_BENCH_NODES (make bench measures 8 to 256).
@@ -148,6 +149,8 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			pdshTime.Unlock()
 			if ok {
 				b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(pdsh), "x-of-pdsh")
+				// One run (an upgrade or a downgrade) against the ten pdsh rounds.
+				b.ReportMetric(float64(b.Elapsed()/time.Duration(2*b.N))/float64(pdsh), "x-run-of-pdsh")
 			}
 		})
 	}
