@@ -34,32 +34,29 @@ func (undrain) Run(ctx context.Context, r *Run) error {
 // never answers an undrain of an open queue, so the command hangs until its own timeout.
 func undrainQueue(ctx context.Context, r *Run) error {
 	cmds := r.Config.Commands
-	if cmds.QueueDrained != "" {
-		drained, err := probe(ctx, r, cmds.QueueDrained)
-		if err != nil {
-			return err
-		}
-		if !drained {
-			r.Note("queue open already")
-			return nil
-		}
-	}
-	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, cmds.QueueUndrain)
+	return releaseIfHeld(ctx, r, cmds.QueueDrained, cmds.QueueUndrain, "queue open already")
 }
 
 // continueReconciler runs reconciler_continue on the master, unless the reconciler_paused
 // probe says that the reconciler runs already, for the same reason as undrainQueue.
 func continueReconciler(ctx context.Context, r *Run) error {
 	cmds := r.Config.Commands
-	if cmds.ReconcilerPaused != "" {
-		paused, err := probe(ctx, r, cmds.ReconcilerPaused)
+	return releaseIfHeld(ctx, r, cmds.ReconcilerPaused, cmds.ReconcilerContinue, "reconciler running already")
+}
+
+// releaseIfHeld runs release on the master unless held, a probe that exits 0 while the hold
+// (a drain, a pause) is in place, says it is gone; then it notes gone instead. Without a
+// probe, release runs.
+func releaseIfHeld(ctx context.Context, r *Run, held, release, gone string) error {
+	if held != "" {
+		on, err := probe(ctx, r, held)
 		if err != nil {
 			return err
 		}
-		if !paused {
-			r.Note("reconciler running already")
+		if !on {
+			r.Note("%s", gone)
 			return nil
 		}
 	}
-	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, cmds.ReconcilerContinue)
+	return r.Command(ctx, []nodes.Node{r.MasterNode()}, false, release)
 }
