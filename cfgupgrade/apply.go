@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -131,8 +134,9 @@ func writeBackup(file string, data []byte, version string, now time.Time) (strin
 // owner. renamed reports whether file was replaced (the error then is
 // about syncing the directory).
 func replaceFile(file string, data []byte, info fs.FileInfo) (renamed bool, err error) {
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
+	dir, base := filepath.Dir(file), filepath.Base(file)
+	removeDeadTemps(dir, base)
+	tmp, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%d-*", base, os.Getpid()))
 	if err != nil {
 		return false, fmt.Errorf("write config %s: %w", file, err)
 	}
@@ -161,6 +165,32 @@ func replaceFile(file string, data []byte, info fs.FileInfo) (renamed bool, err 
 		return true, fmt.Errorf("write config %s: %w", file, err)
 	}
 	return true, nil
+}
+
+// removeDeadTemps removes the temporary files that replaceFile left beside base in dir when
+// its process was killed mid-write: their names carry the writer's process id, and a writer
+// that no longer runs will never rename its file. A live writer's file is left alone.
+// Failures are ignored: a leftover only takes room.
+func removeDeadTemps(dir, base string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	prefix := "." + base + ".tmp-"
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		id, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(id)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // syncDir makes a rename or a new file in dir durable.

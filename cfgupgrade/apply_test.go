@@ -2,8 +2,12 @@ package cfgupgrade
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -313,5 +317,41 @@ func checkDir(t *testing.T, dir string, names ...string) {
 	slices.Sort(names)
 	if !slices.Equal(got, names) {
 		t.Errorf("%s holds %q, want %q", dir, got, names)
+	}
+}
+
+// TestApplyRemovesDeadWritersTemps: a write killed between creating its temporary file and
+// renaming it leaves the file beside the config; the next write removes it, since its writer
+// is dead, and leaves alone the file of a writer that still runs.
+func TestApplyRemovesDeadWritersTemps(t *testing.T) {
+	t.Parallel()
+	spec := installConfig(t, demoFixture, 0o640)
+	_, migs := demoFixture.load(t)
+	dir, base := filepath.Dir(spec.File), filepath.Base(spec.File)
+	// A process that has ended: its id is free until something reuses it.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	deadTemp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-123456", base, dead.Process.Pid))
+	liveTemp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-654321", base, live.Process.Pid))
+	for _, f := range []string{deadTemp, liveTemp} {
+		if err := os.WriteFile(f, []byte("half a config"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Apply(spec, "1.0.0", "1.2.0", migs, Options{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(deadTemp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead writer's %s is still there (%v)", deadTemp, err)
+	}
+	if _, err := os.Stat(liveTemp); err != nil {
+		t.Errorf("the live writer's temporary file: %v, want it left alone", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -248,10 +249,12 @@ func (localFS) ReadDir(name string) ([]fs.FileInfo, error) {
 }
 
 // WriteFileAtomic writes a temporary file next to name, syncs it, sets perm,
-// renames it over name and syncs the directory.
+// renames it over name and syncs the directory. The temporary file's name
+// carries this process's id; those a killed writer left are removed first.
 func (localFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) (err error) {
 	dir, base := filepath.Split(name)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	removeDeadLocalTemps(dir, base)
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*", tempPrefix(base), os.Getpid()))
 	if err != nil {
 		return err
 	}
@@ -286,6 +289,31 @@ func (localFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) (err 
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// removeDeadLocalTemps removes the temporary files a local WriteFileAtomic of
+// base left in dir when its process was killed before the rename: their
+// names carry the writer's process id, and a process that no longer runs
+// will never rename its file. A live writer's file is left alone.
+func removeDeadLocalTemps(dir, base string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), tempPrefix(base))
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		id, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(id)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // localPath is the PATH of the commands run on the master: the one Debian's sshd gives root,

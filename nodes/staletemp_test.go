@@ -2,8 +2,10 @@ package nodes_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -20,7 +22,7 @@ func TestWriteRemovesDeadWritersTemps(t *testing.T) {
 	targets, cluster := fsTargets(t)
 	for _, ft := range targets {
 		if ft.conn.Local() {
-			continue // local writes use os.CreateTemp and are never left by a live process
+			continue // TestLocalWriteRemovesDeadWritersTemps
 		}
 		t.Run(ft.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,5 +72,49 @@ func TestWriteRemovesDeadWritersTemps(t *testing.T) {
 				t.Errorf("an old temporary directory of this process is still there: %v", err)
 			}
 		})
+	}
+}
+
+// TestLocalWriteRemovesDeadWritersTemps checks that a local write removes the temporary file
+// a writer killed before its rename left beside the file, and leaves alone the one of a
+// writer that still runs.
+func TestLocalWriteRemovesDeadWritersTemps(t *testing.T) {
+	t.Parallel()
+	targets, cluster := fsTargets(t)
+	local := 0
+	for _, ft := range targets {
+		if !ft.conn.Local() {
+			continue
+		}
+		local++
+		dir := ft.newDir(t, cluster)
+		dead := exec.Command("true")
+		if err := dead.Run(); err != nil {
+			t.Fatal(err)
+		}
+		live := exec.Command("sleep", "30")
+		if err := live.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+		deadTemp := filepath.Join(dir, fmt.Sprintf(".config.json.tmp-%d-123456", dead.Process.Pid))
+		liveTemp := filepath.Join(dir, fmt.Sprintf(".config.json.tmp-%d-654321", live.Process.Pid))
+		for _, f := range []string{deadTemp, liveTemp} {
+			if err := os.WriteFile(f, []byte("half"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ft.conn.WriteFileAtomic(filepath.Join(dir, "config.json"), []byte("whole"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(deadTemp); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the temporary file of a dead writer is still there: %v", err)
+		}
+		if _, err := os.Lstat(liveTemp); err != nil {
+			t.Errorf("a live writer's temporary file was removed: %v", err)
+		}
+	}
+	if local == 0 {
+		t.Fatal("no local connection among the targets")
 	}
 }
