@@ -102,9 +102,7 @@ func (sc *sshCluster) upgradeWithFrozenNode(ctx context.Context, b *testing.B, b
 	}
 	args := []string{"--config", sc.cfg, "--output", "json", "upgrade", "--to=1.1.0", "--yes"}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "CUTOVER_")
-	}), upgrade.HoldDirEnv+"="+hold)
+	cmd.Env = append(cutoverEnv(), upgrade.HoldDirEnv+"="+hold)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -129,11 +127,11 @@ func (sc *sshCluster) upgradeWithFrozenNode(ctx context.Context, b *testing.B, b
 	victim.Thaw(b)
 	run := cutoverRun{args: args, code: cmd.ProcessState.ExitCode(), wall: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
 	var last upgrade.Event
-	sc2 := bufio.NewScanner(strings.NewReader(run.stdout))
-	sc2.Buffer(nil, 16<<20)
-	for sc2.Scan() {
+	lines := bufio.NewScanner(strings.NewReader(run.stdout))
+	lines.Buffer(nil, 16<<20)
+	for lines.Scan() {
 		var e upgrade.Event
-		if json.Unmarshal(sc2.Bytes(), &e) == nil && e.Type == "stage" && e.Stage == stage && e.State != "started" {
+		if json.Unmarshal(lines.Bytes(), &e) == nil && e.Type == "stage" && e.Stage == stage && e.State != "started" {
 			last = e
 		}
 	}

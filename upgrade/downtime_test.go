@@ -3,8 +3,11 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cutover/cutover/nodes"
 )
 
 // TestDowntime: the window runs from each node's first stop, as the journal kept it across
@@ -29,38 +32,56 @@ func TestDowntime(t *testing.T) {
 	}
 }
 
-// stopEverywhere is a stage that remembers a daemon stop on many nodes, as a fan-out does,
-// and looks at the journal while it runs.
-type stopEverywhere struct {
-	nodes        int
-	j            *memJournal
-	writesDuring int
+// stopConn is a node whose daemons_stop checks that no fact was journaled yet.
+type stopConn struct {
+	dateConn
+	j      *memJournal
+	early  *atomic.Int32
+	called *atomic.Int32
 }
 
-func (stopEverywhere) Name() string { return "stop-nodes" }
-func (stopEverywhere) Where() Where { return OnOthers }
-func (s *stopEverywhere) Run(_ context.Context, r *Run) error {
-	for i := range s.nodes {
-		r.Remember(fmt.Sprintf("down.node%d", i), time.Now().UTC().Format(time.RFC3339Nano))
+func (c stopConn) RunShell(context.Context, string) (nodes.Result, error) {
+	c.called.Add(1)
+	c.j.mu.Lock()
+	defer c.j.mu.Unlock()
+	if c.j.setFacts > 0 {
+		c.early.Add(1)
 	}
-	s.j.mu.Lock()
-	s.writesDuring = s.j.setFacts
-	s.j.mu.Unlock()
-	return nil
+	return nodes.Result{}, nil
 }
 
-// TestRememberedFactsOneWritePerStage: the first stop of 256 nodes costs the journal one write,
-// as the stage ends, not one per node; an earlier execution's value still wins.
-func TestRememberedFactsOneWritePerStage(t *testing.T) {
-	j := &memJournal{facts: map[string]string{"down.node7": "2026-11-22T12:00:00Z"}}
-	st := &stopEverywhere{nodes: 256, j: j}
-	r := testRun(j)
-	r.facts = maps(j.facts)
-	if err := (&Runner{Stages: []Stage{st}}).Execute(context.Background(), r); err != nil {
+type stopDialer struct{ conn stopConn }
+
+func (d stopDialer) Conn(context.Context, string) (Conn, error) { return d.conn, nil }
+
+// TestStopJournalsEveryNodeInOneWrite runs the real stop-nodes stage over 256 nodes: each
+// node's first stop costs the journal nothing while the stage runs, and all of them one
+// write as it ends; an earlier execution's value still wins.
+func TestStopJournalsEveryNodeInOneWrite(t *testing.T) {
+	list := []nodes.Node{{Name: "master"}}
+	for i := range 256 {
+		list = append(list, nodes.Node{Name: fmt.Sprintf("node%d", i), Address: "10.0.0.1"})
+	}
+	inv, err := nodes.NewInventory("master", list)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st.writesDuring != 0 {
-		t.Errorf("%d fact writes while the stage ran, want none", st.writesDuring)
+	j := &memJournal{facts: map[string]string{"down.node7": "2026-11-22T12:00:00Z"}}
+	r := testRun(j)
+	r.facts = maps(j.facts)
+	r.Inventory, r.Online = inv, list
+	r.Config.Commands.DaemonsStop = "stop"
+	r.Config.SSH.Parallel = 32
+	conn := stopConn{j: j, early: new(atomic.Int32), called: new(atomic.Int32)}
+	r.dial = stopDialer{conn}
+	if err := (&Runner{Stages: []Stage{stopNodes{}}}).Execute(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if n := conn.called.Load(); n != 256 {
+		t.Fatalf("daemons_stop ran on %d nodes, want 256", n)
+	}
+	if n := conn.early.Load(); n != 0 {
+		t.Errorf("%d stops ran after a fact write of the stage, want every write after the stage", n)
 	}
 	if j.setFacts != 1 {
 		t.Errorf("%d fact writes for 256 nodes, want 1", j.setFacts)

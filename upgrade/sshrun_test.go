@@ -220,9 +220,7 @@ func (sc *sshCluster) cutover(ctx context.Context, tb testing.TB, bin string, ar
 	tb.Helper()
 	args = append([]string{"--config", sc.cfg}, args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "CUTOVER_")
-	})
+	cmd.Env = cutoverEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -237,6 +235,14 @@ func (sc *sshCluster) cutover(ctx context.Context, tb testing.TB, bin string, ar
 		run.maxRSS = ru.Maxrss * 1024 // KiB on Linux
 	}
 	return run
+}
+
+// cutoverEnv is this process's environment without an ssh-agent or cutover's own variables,
+// for a cutover child that should see neither.
+func cutoverEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "CUTOVER_")
+	})
 }
 
 // TestUpgradeOverSSH runs the real binary through the whole stage machine on the master and
