@@ -122,9 +122,14 @@ func checkHostName(s string) error {
 	return nil
 }
 
-// checkAddress accepts IP literals (IPv6 without brackets) and host names.
+// checkAddress accepts IP literals (IPv6 without brackets) and host names. An
+// IPv6 zone ("%eth0") is refused: netip takes any text after the '%', and an
+// address must hold nothing but address characters.
 func checkAddress(s string) error {
-	if _, err := netip.ParseAddr(s); err == nil {
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a.Zone() != "" || strings.Contains(s, "%") {
+			return errors.New("an IPv6 zone ('%...') is not supported")
+		}
 		return nil
 	}
 	if err := checkHostName(s); err != nil {
