@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh installs what cutover's tests need on a fresh Debian machine and is a no-op when
 # everything is there: OpenSSH (real sshd for the node-access tests), pdsh (the benchmark's
-# baseline), debootstrap (the test cluster's node image), iproute2 (cutting nodes off), and
-# dpkg-dev, lintian and systemd (building the Debian package, checking it, verifying its unit).
+# baseline), openssl (the hasher staging prefers on a node), debootstrap (the test cluster's
+# node image), iproute2 (cutting nodes off), and dpkg-dev, lintian and systemd (building the
+# Debian package, checking it, verifying its unit).
 # It also creates the unprivileged login used by the SSH tests and benchmarks, whose shell
 # reads no start-up files, so timings measure cutover and sshd, not a shell profile.
 set -euo pipefail
@@ -12,6 +13,7 @@ command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-serve
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v ssh-agent >/dev/null 2>&1 || need+=(openssh-client)
 command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
