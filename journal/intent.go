@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -117,13 +119,16 @@ func RemoveIntent(path string) error {
 }
 
 // writeAtomic replaces path with data (mode 0600): temporary file, fsync,
-// rename, fsync of the directory.
+// rename, fsync of the directory. The temporary file's name carries the
+// writer's process id, and the temporary files of writers that no longer run
+// (killed between creating theirs and the rename) are removed first.
 func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
+	dir, base := filepath.Dir(path), filepath.Base(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	removeDeadTemps(dir, base)
+	tmp, err := os.CreateTemp(dir, fmt.Sprintf(".%s.new-%d-*", base, os.Getpid()))
 	if err != nil {
 		return err
 	}
@@ -149,4 +154,30 @@ func writeAtomic(path string, data []byte) (err error) {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// removeDeadTemps removes the temporary files that writeAtomic left beside
+// base in dir when its process was killed mid-write: a writer that no longer
+// runs will never rename its file. A live writer's file is left alone, and
+// failures are ignored: a leftover only takes room.
+func removeDeadTemps(dir, base string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	prefix := "." + base + ".new-"
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		id, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(id)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }

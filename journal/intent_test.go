@@ -2,8 +2,10 @@ package journal
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -189,5 +191,50 @@ func TestReadIntentRefusesNonFiles(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("ReadIntent(%s) still reads after 5 s", p)
 		}
+	}
+}
+
+// TestWriteIntentRemovesDeadWritersTemps: a write of the intent killed between creating its
+// temporary file and renaming it leaves the file in the state directory; the next write
+// removes it, since its writer is dead, and leaves alone the file of a writer that still runs.
+func TestWriteIntentRemovesDeadWritersTemps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "intent.json")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	deadTemp := filepath.Join(dir, fmt.Sprintf(".intent.json.new-%d-123456", dead.Process.Pid))
+	liveTemp := filepath.Join(dir, fmt.Sprintf(".intent.json.new-%d-654321", live.Process.Pid))
+	for _, f := range []string{deadTemp, liveTemp} {
+		if err := os.WriteFile(f, []byte(`{"run_id": 1`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteIntent(path, sampleIntent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(deadTemp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead writer's %s is still there (%v)", deadTemp, err)
+	}
+	if _, err := os.Stat(liveTemp); err != nil {
+		t.Errorf("the live writer's temporary file: %v, want it left alone", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the state directory holds %v, want the intent and the live writer's file", names)
 	}
 }
