@@ -37,8 +37,8 @@ type migrationFile struct {
 // holds no migrations and is not an error. Files are decoded strictly
 // (unknown fields are errors; from, to, up and down are required) and
 // validated: from and to are MAJOR.MINOR of the same major with to one minor
-// after from, or a hop from a minor of one major to the next major's N.0, every op is well-formed, and no two files describe the same
-// step. The error names every bad file and op, as in
+// after from, or a hop from a minor of one major to the next major's N.0;
+// every op is well-formed, and no two files describe the same step. The error names every bad file and op, as in
 // "migrations/1.1-1.2.json: up[2]: op \"frobnicate\" is unknown".
 func LoadMigrations(dir string) ([]Migration, error) {
 	return LoadMigrationsWith(dir, readBounded)

@@ -44,14 +44,25 @@ func (o *jsonOutput) doc(d any) error {
 	return enc.Encode(d)
 }
 
+// doneHead opens every run's done event: when it was printed, its type and cutover's exit
+// code.
+type doneHead struct {
+	Time time.Time `json:"time"`
+	Type string    `json:"type"`
+	Exit int       `json:"exit"`
+}
+
+// head is the opening of the done event of a run that ended with err.
+func (o *jsonOutput) head(err error) doneHead {
+	return doneHead{Time: o.now(), Type: "done", Exit: exitCode(err)}
+}
+
 // Report prints a run's event.
 func (o *jsonOutput) Report(e upgrade.Event) { _ = o.event(e) }
 
 // upgradeDoneEvent is the last line of `cutover upgrade` (--to and --resume).
 type upgradeDoneEvent struct {
-	Time         time.Time                `json:"time"`
-	Type         string                   `json:"type"`
-	Exit         int                      `json:"exit"`
+	doneHead
 	Run          uint64                   `json:"run"`
 	From         string                   `json:"from"`
 	To           string                   `json:"to"`
@@ -65,7 +76,7 @@ type upgradeDoneEvent struct {
 }
 
 func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
-	e := upgradeDoneEvent{Time: o.now(), Type: "done", Exit: exitCode(err), DryRun: dryRun, Error: errorText(err)}
+	e := upgradeDoneEvent{doneHead: o.head(err), DryRun: dryRun, Error: errorText(err)}
 	if res != nil {
 		e.Run, e.From, e.To, e.Backup, e.Log, e.Duration = res.Run, res.From, res.To, res.Backup, res.Log, res.Duration
 		e.Downtime = res.Downtime.Cluster
@@ -78,18 +89,16 @@ func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 
 // abortDoneEvent is the last line of `cutover upgrade --abort`.
 type abortDoneEvent struct {
-	Time  time.Time `json:"time"`
-	Type  string    `json:"type"`
-	Exit  int       `json:"exit"`
-	Run   uint64    `json:"run"`
-	From  string    `json:"from"`
-	To    string    `json:"to"`
-	Log   string    `json:"log"`
-	Error string    `json:"error,omitempty"`
+	doneHead
+	Run   uint64 `json:"run"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Log   string `json:"log"`
+	Error string `json:"error,omitempty"`
 }
 
 func (o *jsonOutput) abortDone(res *upgrade.Result, err error) {
-	e := abortDoneEvent{Time: o.now(), Type: "done", Exit: exitCode(err), Error: errorText(err)}
+	e := abortDoneEvent{doneHead: o.head(err), Error: errorText(err)}
 	if res != nil {
 		e.Run, e.From, e.To, e.Log = res.Run, res.From, res.To, res.Log
 	}
@@ -98,9 +107,7 @@ func (o *jsonOutput) abortDone(res *upgrade.Result, err error) {
 
 // syncDoneEvent is the last line of `cutover sync`.
 type syncDoneEvent struct {
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	Exit     int             `json:"exit"`
+	doneHead
 	DryRun   bool            `json:"dry_run,omitempty"`
 	Run      uint64          `json:"run,omitempty"`
 	To       string          `json:"to,omitempty"`
@@ -117,7 +124,7 @@ type syncNodeEntry struct {
 }
 
 func (o *jsonOutput) syncDone(res *upgrade.SyncResult, err error, dryRun bool) {
-	e := syncDoneEvent{Time: o.now(), Type: "done", Exit: exitCode(err), DryRun: dryRun, Error: errorText(err)}
+	e := syncDoneEvent{doneHead: o.head(err), DryRun: dryRun, Error: errorText(err)}
 	if res != nil {
 		e.Run, e.To, e.Log, e.Duration = res.Run, res.To, res.Log, res.Duration
 		for _, n := range res.Nodes {
@@ -129,9 +136,7 @@ func (o *jsonOutput) syncDone(res *upgrade.SyncResult, err error, dryRun bool) {
 
 // stageDoneEvent is the last line of `cutover stage`.
 type stageDoneEvent struct {
-	Time      time.Time     `json:"time"`
-	Type      string        `json:"type"`
-	Exit      int           `json:"exit"`
+	doneHead
 	DryRun    bool          `json:"dry_run,omitempty"`
 	Run       uint64        `json:"run,omitempty"`
 	Version   string        `json:"version,omitempty"`
@@ -145,7 +150,7 @@ type stageDoneEvent struct {
 }
 
 func (o *jsonOutput) stageDone(res *upgrade.StageResult, err error, dryRun bool) {
-	e := stageDoneEvent{Time: o.now(), Type: "done", Exit: exitCode(err), DryRun: dryRun, Error: errorText(err)}
+	e := stageDoneEvent{doneHead: o.head(err), DryRun: dryRun, Error: errorText(err)}
 	if res != nil {
 		e.Run, e.Version, e.Nodes, e.Already, e.TreeBytes, e.Sent, e.Log, e.Duration = res.Run, res.Version, res.Nodes, res.Already, res.TreeBytes, res.Sent, res.Log, res.Duration
 	}
@@ -154,9 +159,7 @@ func (o *jsonOutput) stageDone(res *upgrade.StageResult, err error, dryRun bool)
 
 // pruneDoneEvent is the last line of `cutover prune`.
 type pruneDoneEvent struct {
-	Time     time.Time           `json:"time"`
-	Type     string              `json:"type"`
-	Exit     int                 `json:"exit"`
+	doneHead
 	DryRun   bool                `json:"dry_run,omitempty"`
 	Run      uint64              `json:"run,omitempty"`
 	Remove   map[string][]string `json:"remove"`
@@ -166,7 +169,7 @@ type pruneDoneEvent struct {
 }
 
 func (o *jsonOutput) pruneDone(res *upgrade.PruneResult, err error, dryRun bool) {
-	e := pruneDoneEvent{Time: o.now(), Type: "done", Exit: exitCode(err), DryRun: dryRun, Remove: map[string][]string{}, Error: errorText(err)}
+	e := pruneDoneEvent{doneHead: o.head(err), DryRun: dryRun, Remove: map[string][]string{}, Error: errorText(err)}
 	if res != nil {
 		e.Run, e.Log, e.Duration = res.Run, res.Log, res.Duration
 		if res.Remove != nil {
