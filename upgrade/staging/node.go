@@ -279,7 +279,9 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 	if len(send) > 0 {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeTar(pw, t.Dir, send, &sent, progress)) }()
-		_, err := c.RunInput(ctx, pr, "tar", "-x", "-p", "--no-same-owner", "-f", "-", "-C", tmp)
+		// Records of 128 KiB (-b 256) rather than tar's 10 KiB: a twelfth of the reads and
+		// writes; GNU tar reads standard input record by record whatever its length.
+		_, err := c.RunInput(ctx, pr, "tar", "-x", "-p", "--no-same-owner", "-b", "256", "-f", "-", "-C", tmp)
 		pr.CloseWithError(io.ErrClosedPipe)
 		if err != nil {
 			return sent, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
