@@ -107,12 +107,12 @@ func parseFindTime(s string) (int64, error) {
 }
 
 // sumsScript prints the SHA-256 of the files of the directory $1 named on standard input
-// (NUL-separated): with OpenSSL where the node has it ("SUM *NAME" lines), which hashes several
-// times faster than coreutils where the CPU has SHA instructions, otherwise with sha256sum
-// ("SUM  NAME" NUL records); $2 = "coreutils" asks for sha256sum. A tree's names hold no
-// control characters, so a newline ends a record as well as a NUL does.
+// (NUL-separated): with OpenSSL where the node has a working one ("SUM *NAME" lines), which
+// hashes several times faster than coreutils where the CPU has SHA instructions, otherwise
+// with sha256sum ("SUM  NAME" NUL records); $2 = "coreutils" asks for sha256sum. A tree's
+// names hold no control characters, so a newline ends a record as well as a NUL does.
 const sumsScript = `cd -- "$1" || exit 1
-if [ "$2" != coreutils ] && command -v openssl >/dev/null 2>&1; then
+if [ "$2" != coreutils ] && openssl dgst -sha256 -r </dev/null >/dev/null 2>&1; then
 	xargs -0 -r openssl dgst -sha256 -r
 else
 	xargs -0 -r sha256sum -z --

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,5 +127,28 @@ func TestSumsParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSumsScriptWithoutAWorkingOpenSSL runs the node's script where `openssl` fails (a broken
+// or restricted build): it hashes with sha256sum instead, and the sums are right.
+func TestSumsScriptWithoutAWorkingOpenSSL(t *testing.T) {
+	bin, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "openssl"), []byte("#!/bin/sh\necho 'not a digest'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("contents\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", sumsScript, "cutover-stage", dir, "")
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	cmd.Stdin = strings.NewReader("./plain\x00")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("contents\n"))
+	if want := hex.EncodeToString(sum[:]) + "  ./plain\x00"; string(out) != want {
+		t.Errorf("output %q, want sha256sum's %q", out, want)
 	}
 }
