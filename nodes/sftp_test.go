@@ -89,9 +89,22 @@ func readableByOthers(dir, final string) []string {
 			out = append(out, fmt.Sprintf("%s (%v)", e.Name(), fi.Mode().Perm()))
 		case fi.IsDir() && fi.Mode().Perm()&0o001 != 0:
 			inner, _ := os.ReadDir(p)
+			var readable []string
 			for _, ie := range inner {
 				if ii, err := ie.Info(); err == nil && ii.Mode().Perm()&0o004 != 0 {
-					out = append(out, fmt.Sprintf("%s/%s (%v, directory %v)", e.Name(), ie.Name(), ii.Mode().Perm(), fi.Mode().Perm()))
+					readable = append(readable, fmt.Sprintf("%s/%s (%v", e.Name(), ie.Name(), ii.Mode().Perm()))
+				}
+			}
+			// The directory's mode is read again after its files: a write closes its
+			// temporary directory (0700) before it creates the file, and never opens it
+			// again, so a directory others may still search now could be searched while
+			// the file was there. The first look alone may predate the chmod.
+			if len(readable) == 0 {
+				continue
+			}
+			if after, err := os.Lstat(p); err == nil && after.Mode().Perm()&0o001 != 0 {
+				for _, r := range readable {
+					out = append(out, fmt.Sprintf("%s, directory %v)", r, after.Mode().Perm()))
 				}
 			}
 		}
