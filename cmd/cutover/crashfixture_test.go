@@ -308,6 +308,9 @@ type crashRun struct {
 	stderr string
 	points []string // its crash log: "N description", normalized
 	took   time.Duration
+	// stacks are the goroutines of a hung run that were in cutover's code when it was
+	// stopped (Go prints every goroutine's stack on SIGQUIT).
+	stacks string
 }
 
 // String describes the run for a report: command, exit and the end of its output.
@@ -321,13 +324,47 @@ func (r crashRun) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cutover %s: %s in %s", strings.Join(r.args, " "), exit, r.took.Round(time.Millisecond))
+	if r.hung && len(r.points) > 0 {
+		fmt.Fprintf(&b, "\n        last crash points: %s", strings.Join(lastOf(r.points, 3), "; "))
+	}
 	if out := lastLines(r.stdout, 8); out != "" {
 		fmt.Fprintf(&b, "\n        stdout: %s", strings.ReplaceAll(out, "\n", "\n                "))
 	}
 	if e := lastLines(r.stderr, 4); e != "" {
 		fmt.Fprintf(&b, "\n        stderr: %s", strings.ReplaceAll(e, "\n", "\n                "))
 	}
+	if r.stacks != "" {
+		fmt.Fprintf(&b, "\n        goroutines in cutover's code:\n%s", r.stacks)
+	}
 	return b.String()
+}
+
+// lastOf returns the last n elements of list.
+func lastOf(list []string, n int) []string {
+	return list[max(0, len(list)-n):]
+}
+
+// cutoverStacks keeps, of a Go goroutine dump, the goroutines with a frame in cutover's
+// packages, each cut to its frames there.
+func cutoverStacks(dump string) string {
+	var b strings.Builder
+	for _, g := range strings.Split(dump, "\n\n") {
+		header, rest, _ := strings.Cut(g, "\n")
+		if !strings.HasPrefix(header, "goroutine ") {
+			continue
+		}
+		var frames []string
+		lines := strings.Split(rest, "\n")
+		for i := 0; i+1 < len(lines); i += 2 {
+			if strings.Contains(lines[i], "cutover/cutover/") && !strings.Contains(lines[i], "cmd/cutover.main") {
+				frames = append(frames, "                  "+strings.TrimSpace(lines[i])+" "+strings.Fields(strings.TrimSpace(lines[i+1]))[0])
+			}
+		}
+		if len(frames) > 0 {
+			fmt.Fprintf(&b, "              %s\n%s\n", header, strings.Join(frames, "\n"))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func lastLines(s string, n int) string {
@@ -370,6 +407,10 @@ func (f *crashFixture) cutover(crashAt int, args ...string) crashRun {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", upgrade.CrashAtEnv, crashAt))
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A run that hangs is asked for its goroutines first (Go prints them on SIGQUIT and
+	// exits), so the report says where it hung; it is killed if that does not end it.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err := cmd.Run()
 	run.took = time.Since(start)
@@ -380,10 +421,14 @@ func (f *crashFixture) cutover(crashAt int, args ...string) crashRun {
 		run.stderr += fmt.Sprintf("\n(could not run: %v)", err)
 	} else {
 		run.code = cmd.ProcessState.ExitCode()
+		run.hung = ctx.Err() != nil
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			run.killed = ctx.Err() == nil
-			run.hung = ctx.Err() != nil
+			run.killed = !run.hung
 		}
+	}
+	if run.hung {
+		before, dump, _ := strings.Cut(run.stderr, "SIGQUIT: quit")
+		run.stderr, run.stacks, run.code = before, cutoverStacks(dump), -1
 	}
 	if data, err := os.ReadFile(logPath); err == nil {
 		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
