@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # DEB is a stable name for the package `make deb` builds as bin/cutover_<version>_<arch>.deb.
 DEB     := bin/cutover.deb
 
-.PHONY: build deb test lint deps bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down
+.PHONY: build deb test lint deps images bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cutover
@@ -22,9 +22,22 @@ deb: build
 deps:
 	@test/setup.sh
 
-test: deps lint deb
+test: deps lint deb images
 	CUTOVER_DEB="$(CURDIR)/$(DEB)" $(GO) test -count=1 -timeout 25m -parallel 4 ./...
 	@$(MAKE) --no-print-directory fuzz
+
+# The container images of the test clusters (the demo cluster's nodes and the Ganeti nodes),
+# built side by side before the tests so that a first build, a few minutes of debootstrap, is
+# not inside a test's time limit; each is cached by a hash of its inputs. Without a Docker
+# engine the container tests skip, and so does this, except under CI=true, where they fail.
+images:
+	@if ! docker info >/dev/null 2>&1; then \
+	  if [ "$$CI" = true ]; then echo "images: no Docker engine answers" >&2; exit 1; fi; \
+	  echo "images: no Docker engine; the container tests will skip"; exit 0; fi; \
+	  test/cluster/image/build.sh >/dev/null & node=$$!; \
+	  test/ganeti/image/build.sh >/dev/null & ganeti=$$!; \
+	  wait $$node; a=$$?; wait $$ganeti; b=$$?; [ $$a = 0 ] && [ $$b = 0 ] || exit 1; \
+	  echo "images: $$(test/cluster/image/build.sh --tag) $$(test/ganeti/image/build.sh --tag)"
 
 # Each fuzz target runs briefly on top of its seed corpus (which every `go test` runs).
 # Minimizing a new input is bounded to 50 runs: the config parser's coverage differs a little
