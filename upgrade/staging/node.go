@@ -2,6 +2,7 @@ package staging
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -251,6 +252,9 @@ func verify(t *Tree, got map[string]nodeEntry) error {
 	return fmt.Errorf("%s", strings.Join(diffs, "; "))
 }
 
+// tarBuffer is how much of a tar stream is gathered before it goes to a node.
+const tarBuffer = 256 << 10
+
 // Progress is told how many bytes of file contents went to a node.
 type Progress func(bytes int64)
 
@@ -278,7 +282,16 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 	var sent int64
 	if len(send) > 0 {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeTar(pw, t.Dir, send, &sent, progress)) }()
+		go func() {
+			// Buffered, so that the channel gets full SSH packets: tar writes 512-byte
+			// headers and paddings that would otherwise each travel as a packet of their own.
+			bw := bufio.NewWriterSize(pw, tarBuffer)
+			err := writeTar(bw, t.Dir, send, &sent, progress)
+			if err == nil {
+				err = bw.Flush()
+			}
+			pw.CloseWithError(err)
+		}()
 		// Records of 128 KiB (-b 256) rather than tar's 10 KiB: a twelfth of the reads and
 		// writes; GNU tar reads standard input record by record whatever its length.
 		_, err := c.RunInput(ctx, pr, "tar", "-x", "-p", "--no-same-owner", "-b", "256", "-f", "-", "-C", tmp)
