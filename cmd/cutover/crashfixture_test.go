@@ -349,16 +349,24 @@ func lastOf(list []string, n int) []string {
 func cutoverStacks(dump string) string {
 	var b strings.Builder
 	for _, g := range strings.Split(dump, "\n\n") {
-		header, rest, _ := strings.Cut(g, "\n")
+		header, rest, _ := strings.Cut(strings.TrimLeft(g, "\n"), "\n")
 		if !strings.HasPrefix(header, "goroutine ") {
 			continue
 		}
+		// A frame is a function line, then its file and line, indented by a tab.
 		var frames []string
 		lines := strings.Split(rest, "\n")
-		for i := 0; i+1 < len(lines); i += 2 {
-			if strings.Contains(lines[i], "cutover/cutover/") && !strings.Contains(lines[i], "cmd/cutover.main") {
-				frames = append(frames, "                  "+strings.TrimSpace(lines[i])+" "+strings.Fields(strings.TrimSpace(lines[i+1]))[0])
+		for i, l := range lines {
+			if strings.HasPrefix(l, "\t") || !strings.Contains(l, "cutover/cutover/") || strings.Contains(l, "cmd/cutover.main") {
+				continue
 			}
+			frame := "                  " + l
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "\t") {
+				if file, _, _ := strings.Cut(strings.TrimSpace(lines[i+1]), " "); file != "" {
+					frame += " " + file
+				}
+			}
+			frames = append(frames, frame)
 		}
 		if len(frames) > 0 {
 			fmt.Fprintf(&b, "              %s\n%s\n", header, strings.Join(frames, "\n"))

@@ -864,3 +864,36 @@ func (res *crashResults) summarize(t *testing.T, took time.Duration) {
 	}
 	t.Log(b.String())
 }
+
+// TestCutoverStacks keeps the goroutines in cutover's code, each with its frames there and
+// their files, from a dump as Go prints it on SIGQUIT; a dump it cannot pair line by line
+// does not stop it.
+func TestCutoverStacks(t *testing.T) {
+	dump := `
+goroutine 1 gp=0x1 m=nil [select]:
+github.com/cutover/cutover/nodes.(*localProc).closeOutput(0x1, 0x2)
+	/src/nodes/local.go:184 +0x10
+github.com/cutover/cutover/upgrade.drain.Run({}, {0x3, 0x4}, 0x5)
+	/src/upgrade/drain.go:37 +0x20
+...additional frames elided...
+github.com/cutover/cutover/cmd/cutover.main()
+	/src/cmd/cutover/main.go:20 +0x30
+
+goroutine 7 gp=0x2 m=nil [IO wait]:
+internal/poll.runtime_pollWait(0x1, 0x72)
+	/usr/local/go/src/runtime/netpoll.go:351 +0x85
+created by os/exec.(*Cmd).Start in goroutine 1
+	/usr/local/go/src/os/exec/exec.go:756 +0x92e
+
+goroutine 9 gp=0x3 m=nil [chan receive]:
+github.com/cutover/cutover/upgrade.(*Runner).Execute.func1()
+`
+	want := `              goroutine 1 gp=0x1 m=nil [select]:
+                  github.com/cutover/cutover/nodes.(*localProc).closeOutput(0x1, 0x2) /src/nodes/local.go:184
+                  github.com/cutover/cutover/upgrade.drain.Run({}, {0x3, 0x4}, 0x5) /src/upgrade/drain.go:37
+              goroutine 9 gp=0x3 m=nil [chan receive]:
+                  github.com/cutover/cutover/upgrade.(*Runner).Execute.func1()`
+	if got := cutoverStacks(dump); got != want {
+		t.Errorf("cutoverStacks() =\n%s\nwant\n%s", got, want)
+	}
+}
