@@ -197,14 +197,13 @@ func TestSignalsAndLock(t *testing.T) {
 	before := snapshot(t, c)
 	configBytes := must(t, c, c.Master, "cat /var/lib/demoapp/config.json")
 
+	// The first run stays held at backup until it is signalled below: a second run that
+	// waited for the lock instead of being refused would never end (the helper gives up
+	// after minutes and fails the test).
 	h := startHeld(t, c, "backup", "upgrade", "--to=1.1.0", "--yes")
-	start := time.Now()
 	second := cutover(t, c, "upgrade", "--to=1.1.0", "--yes")
 	if second.ExitCode != 4 || !strings.Contains(second.Stderr, "holds the lock") || !strings.Contains(second.Stderr, "node1") {
 		t.Errorf("second run: exit %d %q, want 4 naming the holder", second.ExitCode, second.Stderr)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("second run took %s to be refused", d)
 	}
 	must(t, c, c.Master, "pkill -TERM -x cutover")
 	res := h.wait(t)
