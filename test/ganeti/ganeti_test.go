@@ -54,7 +54,7 @@ func jobsDuringDrain(t testing.TB, c *cluster) {
 	c.checkAt(t, "3.0")
 	c.must(t, master, "rm -rf /tmp/hold /tmp/upgrade.rc && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/drain")
 	c.must(t, master, "(CUTOVER_HOLD_DIR=/tmp/hold /usr/sbin/cutover upgrade --to=3.1 --yes >/tmp/upgrade.log 2>&1; echo $? >/tmp/upgrade.rc) </dev/null >/dev/null 2>&1 &")
-	c.waitFor(t, "test -e /tmp/hold/reached/drain", 10*time.Minute)
+	c.waitFor(t, "test -e /tmp/hold/reached/drain", 20*time.Minute)
 	// Two delays on the same node: the second waits for the first's node lock.
 	c.must(t, master, "/usr/sbin/gnt-debug delay --submit -n node2."+domain+" 10 && /usr/sbin/gnt-debug delay --submit -n node2."+domain+" 5")
 	c.waitFor(t, "/usr/sbin/gnt-job list --no-headers -o status | grep -q running", time.Minute)

@@ -18,7 +18,7 @@ func rebootDuring(t testing.TB, c *cluster, to, stage string) {
 	runs := strings.Count(strings.TrimSpace(c.must(t, master, "/usr/sbin/cutover journal")), "\n")
 	c.must(t, master, "rm -rf /tmp/hold && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/"+stage+" && : >/var/log/cutover-resume.log")
 	c.must(t, master, "CUTOVER_HOLD_DIR=/tmp/hold setsid /usr/sbin/cutover upgrade --to="+to+" --yes >/tmp/upgrade.log 2>&1 </dev/null &")
-	c.waitFor(t, "test -e /tmp/hold/reached/"+stage, 10*time.Minute)
+	c.waitFor(t, "test -e /tmp/hold/reached/"+stage, 20*time.Minute)
 	c.reboot(t, master)
 	start := time.Now()
 	want := strconv.Itoa(runs + 1)
