@@ -175,8 +175,9 @@ func TestStoppedCommandIsKilled(t *testing.T) {
 	}
 }
 
-// stoppedCommandIsKilled is one try of TestStoppedCommandIsKilled. It reports false, having
-// checked nothing, when a timeout ended the command before it was seen running.
+// stoppedCommandIsKilled is one try of TestStoppedCommandIsKilled. It reports false when a
+// timeout ended the command before it was seen running, having checked only that nothing of
+// it was left.
 func stoppedCommandIsKilled(t *testing.T, tr watchdogTransport, dir, how string, timeout time.Duration) bool {
 	t.Helper()
 	p := newPool(t, tr.cluster, func(cfg *nodes.SSHConfig) {
@@ -209,6 +210,9 @@ func stoppedCommandIsKilled(t *testing.T, tr watchdogTransport, dir, how string,
 	close(returned)
 	if !<-running {
 		if how == "timeout" && nodes.IsTimeout(err) {
+			// Whether or not it had started, nothing of it may be left running.
+			assertKilled(t, s, mark)
+			assertNoRecords(t, tr.recordDir(t), tag)
 			t.Logf("the command was stopped by its %s timeout before it was seen running; once more with a longer one", timeout)
 			return false
 		}
