@@ -24,6 +24,13 @@
 // commands, for one). sshd must run as root; without root or without
 // /usr/sbin/sshd the test is skipped, or fails under CI=true.
 //
+// A root login's HOME is an empty directory of the cluster's own (sshd's
+// SetEnv), so its shell reads no start-up files of the machine's root. Those
+// belong to the machine, not to the test, and may run anything: a version
+// manager's rehash in root's .bashrc waits up to a minute for a lock that a
+// login killed in the middle of it left behind, and then every later root
+// login does, long past any command's timeout.
+//
 // # Failures
 //
 // [Server.Kill] kills a server's whole process tree (the listener, its
@@ -102,6 +109,7 @@ type Server struct {
 	login        string
 	authorized   string
 	sftp         string // the sftp subsystem's command
+	home         string // the login's HOME when not its own; "" otherwise
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -184,12 +192,21 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 	authorized := filepath.Join(dir, "authorized_keys")
 	writeFile(tb, authorized, ssh.MarshalAuthorizedKey(c.Signer.PublicKey()), 0o644)
 
+	home := ""
+	if c.User == "root" {
+		home = filepath.Join(dir, "root-home")
+		if err := os.Mkdir(home, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+	}
+
 	c.Servers = make([]*Server, n)
 	for i := range c.Servers {
 		s, err := newServer(dir, fmt.Sprintf("node%d", i+1), c.User, authorized, o)
 		if err != nil {
 			tb.Fatal(err)
 		}
+		s.home = home
 		if o.workDirs {
 			s.WorkDir = filepath.Join(dir, s.Name+"-work")
 			if err := os.Mkdir(s.WorkDir, 0o755); err != nil {
@@ -444,6 +461,9 @@ func (s *Server) writeConfig() error {
 		"UseDNS no",
 		"LogLevel INFO",
 	)
+	if s.home != "" {
+		lines = append(lines, `SetEnv "HOME=`+s.home+`"`)
+	}
 	if s.sftp != "none" {
 		lines = append(lines, "Subsystem sftp "+s.sftp)
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -96,7 +97,8 @@ func lookupUID(t *testing.T, name string) uint32 {
 }
 
 // TestRootLogin checks that WithRootLogin servers let root in with the
-// cluster's key.
+// cluster's key, in a HOME of the cluster's own: the machine's root start-up
+// files are not read.
 func TestRootLogin(t *testing.T) {
 	t.Parallel()
 	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
@@ -118,11 +120,12 @@ func TestRootLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer session.Close()
-	out, err := session.Output("id -u")
+	out, err := session.Output(`id -u; echo "$HOME"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(bytes.TrimSpace(out)); got != "0" {
-		t.Errorf("id -u = %q, want 0", got)
+	want := "0\n" + filepath.Join(c.Dir, "root-home")
+	if got := string(bytes.TrimSpace(out)); got != want {
+		t.Errorf("id -u; echo $HOME = %q, want %q", got, want)
 	}
 }

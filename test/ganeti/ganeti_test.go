@@ -55,8 +55,11 @@ func jobsDuringDrain(t testing.TB, c *cluster) {
 	c.must(t, master, "rm -rf /tmp/hold /tmp/upgrade.rc && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/drain")
 	c.must(t, master, "(CUTOVER_HOLD_DIR=/tmp/hold /usr/sbin/cutover upgrade --to=3.1 --yes >/tmp/upgrade.log 2>&1; echo $? >/tmp/upgrade.rc) </dev/null >/dev/null 2>&1 &")
 	c.waitFor(t, "test -e /tmp/hold/reached/drain", 20*time.Minute)
-	// Two delays on the same node: the second waits for the first's node lock.
-	c.must(t, master, "/usr/sbin/gnt-debug delay --submit -n node2."+domain+" 10 && /usr/sbin/gnt-debug delay --submit -n node2."+domain+" 5")
+	// Two delays on the same node: the second waits for the first's node lock. The first
+	// lasts a minute, so that both are still in the queue when the drain first counts it
+	// however slowly the machine gets there: on a loaded one, releasing the hold and the
+	// drain's first Ganeti commands have taken half of that.
+	c.must(t, master, "/usr/sbin/gnt-debug delay --submit -n node2."+domain+" 60 && /usr/sbin/gnt-debug delay --submit -n node2."+domain+" 5")
 	c.waitFor(t, "/usr/sbin/gnt-job list --no-headers -o status | grep -q running", time.Minute)
 	start := time.Now()
 	c.must(t, master, "rm /tmp/hold/hold/drain")
