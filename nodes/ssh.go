@@ -31,6 +31,7 @@ const sessionRetry = 2 * time.Second
 // sshClient is one node's SSH connection with its keepalive watch.
 type sshClient struct {
 	addr     string
+	conn     *heardConn // the TCP connection under client
 	client   *ssh.Client
 	sessions chan struct{} // slots for concurrent sessions
 
@@ -97,7 +98,7 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
-	tcp, err := d.DialContext(dctx, "tcp", addr)
+	raw, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
 		var oe *net.OpError
 		if errors.As(err, &oe) {
@@ -111,6 +112,7 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 		}
 		return nil, de
 	}
+	tcp := &heardConn{Conn: raw}
 	// The handshake shares the connect timeout and stops when ctx ends.
 	deadline, _ := dctx.Deadline()
 	tcp.SetDeadline(deadline)
@@ -137,6 +139,7 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 
 	c := &sshClient{
 		addr:     addr,
+		conn:     tcp,
 		client:   ssh.NewClient(conn, chans, reqs),
 		sessions: make(chan struct{}, maxSessions),
 		dead:     make(chan struct{}),
@@ -183,48 +186,88 @@ func (c *sshClient) close() error {
 	return c.client.Close()
 }
 
-// keepalive sends keepalive@openssh.com requests every interval and closes
-// the connection once maxMissed of them in a row went unanswered, so that
-// commands on a node that vanished fail instead of hanging.
+// keepalive watches the connection as OpenSSH's ServerAliveCountMax does:
+// while a keepalive@openssh.com request is unanswered, every interval in
+// which nothing at all came from the node is a miss; anything the node sends
+// (an answer, however late, a command's output) proves it alive and clears
+// the misses. After maxMissed misses in a row the connection is closed, so
+// that commands on a node that vanished fail instead of hanging, while a node
+// too busy to answer within one interval is not cut off in the middle of a
+// run.
 func (c *sshClient) keepalive(interval time.Duration, maxMissed int) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	missed := 0
+	answers := make(chan error, 1)
+	asking := false
+	var m misses
 	for {
 		select {
 		case <-c.dead:
 			return
-		case <-tick.C:
-		}
-		reply := make(chan error, 1)
-		go func() {
-			// Any reply, even a refusal, proves the peer is alive.
-			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
-			reply <- err
-		}()
-		wait := time.NewTimer(interval)
-		select {
-		case err := <-reply:
-			wait.Stop()
+		case err := <-answers:
+			asking = false
 			if err != nil {
 				c.markDead(fmt.Errorf("connection to %s lost: keepalive: %w", c.addr, err))
 				c.client.Close()
 				return
 			}
-			missed = 0
-		case <-wait.C:
-			missed++
-		case <-c.dead:
-			wait.Stop()
-			return
+			continue
+		case <-tick.C:
 		}
-		if missed >= maxMissed {
-			c.markDead(fmt.Errorf("connection to %s lost: no answer to %d keepalives %s apart", c.addr, missed, interval))
+		if n := m.tick(c.conn.heard(), asking); n >= maxMissed {
+			c.markDead(fmt.Errorf("connection to %s lost: nothing heard for %d keepalive intervals of %s", c.addr, n, interval))
 			c.client.Close()
 			return
 		}
+		if !asking {
+			asking = true
+			go func() {
+				// Any reply, even a refusal, proves the peer is alive.
+				_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+				answers <- err
+			}()
+		}
 	}
 }
+
+// misses counts the keepalive intervals in a row in which nothing was heard
+// from a node while a keepalive request waited for its answer.
+type misses struct {
+	n     int
+	heard uint64 // the connection's count of reads at the last tick
+}
+
+// tick ends an interval, given the connection's count of reads so far and
+// whether a keepalive request is unanswered, and returns the misses in a
+// row.
+func (m *misses) tick(heard uint64, asking bool) int {
+	switch {
+	case heard != m.heard:
+		m.n = 0
+	case asking:
+		m.n++
+	}
+	m.heard = heard
+	return m.n
+}
+
+// heardConn is a node's TCP connection that counts the reads that brought
+// data: the keepalive watch's evidence that the node is alive.
+type heardConn struct {
+	net.Conn
+	reads atomic.Uint64
+}
+
+func (h *heardConn) Read(b []byte) (int, error) {
+	n, err := h.Conn.Read(b)
+	if n > 0 {
+		h.reads.Add(1)
+	}
+	return n, err
+}
+
+// heard returns how many reads brought data so far.
+func (h *heardConn) heard() uint64 { return h.reads.Load() }
 
 // run runs one command line in a new session, writing its output to stdout
 // and stderr. It returns the exit code, or -1 and the reason when the command

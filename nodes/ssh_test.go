@@ -599,7 +599,7 @@ func TestNodeVanishes(t *testing.T) {
 		t.Errorf("command failed after %s, want within %s", took, limit)
 	}
 	if !strings.Contains(err.Error(), "keepalive") {
-		t.Errorf("err = %q, want it to say keepalives went unanswered", err)
+		t.Errorf("err = %q, want it to say nothing was heard for the keepalive bound", err)
 	}
 	if _, err := first.Stat("/"); err == nil {
 		t.Error("Stat on the dead connection: err = nil, want an error")
@@ -612,6 +612,50 @@ func TestNodeVanishes(t *testing.T) {
 	}
 	if _, err := second.Run(context.Background(), "true"); err != nil {
 		t.Fatalf("command after redial: %v", err)
+	}
+}
+
+// TestSlowNodeStaysConnected stops a node's sshd for most of every keepalive
+// cycle, as a node swapping or saturated by I/O may be: it answers each
+// keepalive, but later than one interval after it was asked, and never falls
+// silent for the whole bound. The connection must stay up and a command
+// spanning several such cycles must succeed on it.
+func TestSlowNodeStaysConnected(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	s := c.Servers[0]
+	// Silent for 1.8 s of every 2 s: more than the 500 ms interval, less than
+	// the 5 intervals a connection may go without hearing from its node.
+	const interval, max = 500 * time.Millisecond, 5
+	const frozen, awake = 1800 * time.Millisecond, 200 * time.Millisecond
+	p := newPool(t, c, func(cfg *nodes.SSHConfig) {
+		cfg.KeepaliveInterval, cfg.KeepaliveMax = interval, max
+	})
+	cn := conn(t, p, s.Name)
+	done := runAsync(cn, "sleep 10; echo finished")
+	var r runResult
+	for cycles := 0; ; cycles++ {
+		s.Freeze(t)
+		time.Sleep(frozen)
+		s.Thaw(t)
+		select {
+		case r = <-done:
+		case <-time.After(awake):
+			continue
+		}
+		if cycles < 3 {
+			t.Errorf("the command returned after %d cycles, want it to span at least 3", cycles)
+		}
+		break
+	}
+	if r.err != nil {
+		t.Fatalf("command on a slow node: %v", r.err)
+	}
+	if got := string(r.res.Stdout); got != "finished\n" {
+		t.Errorf("Stdout = %q, want %q", got, "finished\n")
+	}
+	if _, err := cn.Run(context.Background(), "true"); err != nil {
+		t.Errorf("command after the slow spell on the same connection: %v", err)
 	}
 }
 
