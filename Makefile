@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # DEB is a stable name for the package `make deb` builds as bin/cutover_<version>_<arch>.deb.
 DEB     := bin/cutover.deb
 
-.PHONY: build deb test lint deps images bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down
+.PHONY: build deb test lint deps images race bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cutover
@@ -28,7 +28,15 @@ deps:
 # that: a hang is caught much sooner, by each test's own limits (90 s for a cutover run).
 test: deps lint deb images
 	CUTOVER_DEB="$(CURDIR)/$(DEB)" $(GO) test -count=1 -timeout 50m -parallel 4 ./...
+	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory fuzz
+
+# The packages whose tests run cutover's own goroutines (connections, keepalives, fan-out,
+# staging streams) once more under the race detector, about a minute and a half; the crash-point
+# and container tests run cutover as a separate program and gain nothing from it.
+RACE_PKGS = ./nodes/... ./upgrade/... ./journal/... ./layout/... ./cfgupgrade/...
+race:
+	$(GO) test -race -count=1 -timeout 20m -parallel 4 $(RACE_PKGS)
 
 # The container images of the test clusters (the demo cluster's nodes and the Ganeti nodes),
 # built side by side before the tests so that a first build, a few minutes of debootstrap, is

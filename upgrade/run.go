@@ -405,8 +405,9 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 // for. The returned function stops it.
 func (r *Run) watchSlow(pending func() []string) (stop func()) {
 	done := make(chan struct{})
+	every := waitReportEvery // read here: a goroutine left from a fan-out must not read it later
 	go func() {
-		t := time.NewTicker(waitReportEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

@@ -282,20 +282,26 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 	var sent int64
 	if len(send) > 0 {
 		pr, pw := io.Pipe()
+		written := make(chan int64, 1)
 		go func() {
 			// Buffered, so that the channel gets full SSH packets: tar writes 512-byte
 			// headers and paddings that would otherwise each travel as a packet of their own.
 			bw := bufio.NewWriterSize(pw, tarBuffer)
-			err := writeTar(bw, t.Dir, send, &sent, progress)
+			var n int64
+			err := writeTar(bw, t.Dir, send, &n, progress)
 			if err == nil {
 				err = bw.Flush()
 			}
 			pw.CloseWithError(err)
+			written <- n
 		}()
 		// Records of 128 KiB (-b 256) rather than tar's 10 KiB: a twelfth of the reads and
 		// writes; GNU tar reads standard input record by record whatever its length.
 		_, err := c.RunInput(ctx, pr, "tar", "-x", "-p", "--no-same-owner", "-b", "256", "-f", "-", "-C", tmp)
+		// A node that stopped reading leaves the writer blocked on the pipe; closing it ends
+		// the writer, whose count is read only once it has ended.
 		pr.CloseWithError(io.ErrClosedPipe)
+		sent = <-written
 		if err != nil {
 			return sent, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
 		}
