@@ -3,15 +3,18 @@ module github.com/cutover/cutover
 go 1.26.0
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	github.com/hashicorp/go-version v1.9.0
+	github.com/pkg/sftp v1.13.12
+	github.com/urfave/cli/v2 v2.27.7
+	go.etcd.io/bbolt v1.5.0
+	golang.org/x/crypto v0.58.0
+	golang.org/x/sys v0.49.0
+)
+
+require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/hashicorp/go-version v1.9.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
-	github.com/pkg/sftp v1.13.12 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/urfave/cli/v2 v2.27.7 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 )

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -328,17 +329,13 @@ func TestApplyRemovesDeadWritersTemps(t *testing.T) {
 	spec := installConfig(t, demoFixture, 0o640)
 	_, migs := demoFixture.load(t)
 	dir, base := filepath.Dir(spec.File), filepath.Base(spec.File)
-	// A process that has ended: its id is free until something reuses it.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
+	dead := deadPID(t)
 	live := exec.Command("sleep", "30")
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
-	deadTemp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-123456", base, dead.Process.Pid))
+	deadTemp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-123456", base, dead))
 	liveTemp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-654321", base, live.Process.Pid))
 	for _, f := range []string{deadTemp, liveTemp} {
 		if err := os.WriteFile(f, []byte("half a config"), 0o600); err != nil {
@@ -354,4 +351,20 @@ func TestApplyRemovesDeadWritersTemps(t *testing.T) {
 	if _, err := os.Stat(liveTemp); err != nil {
 		t.Errorf("the live writer's temporary file: %v, want it left alone", err)
 	}
+}
+
+// deadPID returns a process id that no process has: the kernel's pid_max, one more than the
+// largest id it gives. (The id of a process that has just ended would not do: on a busy
+// machine the kernel soon gives it to another.)
+func deadPID(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

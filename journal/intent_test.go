@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,16 +202,13 @@ func TestWriteIntentRemovesDeadWritersTemps(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "intent.json")
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
+	dead := deadPID(t)
 	live := exec.Command("sleep", "30")
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
-	deadTemp := filepath.Join(dir, fmt.Sprintf(".intent.json.new-%d-123456", dead.Process.Pid))
+	deadTemp := filepath.Join(dir, fmt.Sprintf(".intent.json.new-%d-123456", dead))
 	liveTemp := filepath.Join(dir, fmt.Sprintf(".intent.json.new-%d-654321", live.Process.Pid))
 	for _, f := range []string{deadTemp, liveTemp} {
 		if err := os.WriteFile(f, []byte(`{"run_id": 1`), 0o600); err != nil {
@@ -237,4 +235,20 @@ func TestWriteIntentRemovesDeadWritersTemps(t *testing.T) {
 		}
 		t.Errorf("the state directory holds %v, want the intent and the live writer's file", names)
 	}
+}
+
+// deadPID returns a process id that no process has: the kernel's pid_max, one more than the
+// largest id it gives. (The id of a process that has just ended would not do: on a busy
+// machine the kernel soon gives it to another.)
+func deadPID(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

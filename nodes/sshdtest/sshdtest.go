@@ -66,6 +66,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+	"golang.org/x/sys/unix"
 )
 
 // SSHD is the sshd binary the servers run.
@@ -138,8 +139,8 @@ func WithExtraHostKeys() Option { return func(o *options) { o.extraHostKeys = tr
 func WithRootLogin() Option { return func(o *options) { o.root = true } }
 
 // WithSFTPServer makes the servers run command as their SFTP subsystem
-// instead of sshd's internal-sftp; "/bin/sleep 3600" makes a server whose
-// SFTP never answers.
+// instead of sshd's internal-sftp (the login's shell runs it); "cat >/dev/null"
+// makes a server whose SFTP never answers and ends with the connection.
 func WithSFTPServer(command string) Option { return func(o *options) { o.sftp = command } }
 
 // WithWorkDirs gives every server a directory of its own (Server.WorkDir, owned by the
@@ -598,47 +599,91 @@ func (s *Server) Log() string {
 // signalTree sends sig to root and all its descendants. sshd puts each
 // connection in a new session, so a process-group signal would miss them.
 func signalTree(root int, sig syscall.Signal) {
-	pids := descendants(root)
+	procs := descendants(root)
 	// Stop the whole tree first so nothing forks or reparents meanwhile.
 	if sig == syscall.SIGKILL {
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGSTOP)
+		for _, p := range procs {
+			p.signal(syscall.SIGSTOP)
 		}
-		pids = descendants(root)
+		procs = descendants(root)
 	}
-	for _, pid := range pids {
-		syscall.Kill(pid, sig)
+	for _, p := range procs {
+		p.signal(sig)
 	}
 }
 
+// proc is a process as /proc listed it.
+type proc struct {
+	pid, ppid int
+	start     string // the start time in clock ticks since boot
+}
+
+// signal sends sig to the process p names, and to no other: a process of
+// the tree that ended since it was listed may have left its id to an
+// unrelated one, on a busy machine within milliseconds. A pidfd holds on to
+// the process that has the id when it is opened; the signal goes through it
+// only when that process has p's start time. (Its parent may have changed:
+// a killed process's children pass to init.)
+func (p proc) signal(sig syscall.Signal) {
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	if now, ok := readProc(p.pid); !ok || now.start != p.start {
+		return
+	}
+	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// readProc reads the process pid from /proc.
+func readProc(pid int) (proc, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return proc{}, false
+	}
+	// pid (comm) state ppid ... with the start time the 22nd field; comm may
+	// hold spaces and parentheses.
+	rest := string(stat)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 20 {
+		return proc{}, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return proc{}, false
+	}
+	return proc{pid: pid, ppid: ppid, start: fields[19]}, true
+}
+
 // descendants returns root and every process below it, read from /proc.
-func descendants(root int) []int {
-	children := map[int][]int{}
+func descendants(root int) []proc {
+	children := map[int][]proc{}
+	var top proc
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
+		p, ok := readProc(pid)
+		if !ok {
 			continue
 		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		rest := string(stat)
-		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-			rest = rest[i+1:]
+		if pid == root {
+			top = p
 		}
-		fields := strings.Fields(rest)
-		if len(fields) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		children[ppid] = append(children[ppid], pid)
+		children[p.ppid] = append(children[p.ppid], p)
 	}
-	out := []int{root}
+	if top.pid == 0 {
+		return nil
+	}
+	out := []proc{top}
 	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
+		out = append(out, children[out[i].pid]...)
 	}
 	return out
 }
