@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/nodes/sshdtest"
 )
@@ -472,10 +474,19 @@ func TestReapSSH(t *testing.T) {
 		t.Fatalf("%d watchers of tag %s, want 1", len(watchers), tag)
 	}
 	watcher, _ := strconv.Atoi(watchers[0])
-	if err := syscall.Kill(watcher, syscall.SIGSTOP); err != nil {
+	// Through a pidfd: the reap below kills the watcher, and by the end of the
+	// test another process may have its id.
+	fd, err := unix.PidfdOpen(watcher, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(watcher, syscall.SIGKILL) })
+	if err := unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		unix.Close(fd)
+	})
 	first.Close()
 	if r := <-done; r.err == nil {
 		t.Fatal("the command succeeded after its pool was closed")
