@@ -133,14 +133,16 @@ func TestRunCommandLine(t *testing.T) {
 
 func TestRunTimeout(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"local", "ssh"} {
-		t.Run(name, func(t *testing.T) {
+	c := sshdtest.Start(t, 1)
+	for _, tr := range []struct{ name, node string }{{"local", localMaster}, {"ssh", "node1"}} {
+		node := tr.node
+		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
 			// On a loaded machine the command may not have started when a short
 			// timeout ends it: that try tells nothing, so it is made again with a
 			// longer timeout.
 			timeout := 500 * time.Millisecond
-			for try := 1; !runTimesOut(t, name, timeout); try++ {
+			for try := 1; !runTimesOut(t, c, node, timeout); try++ {
 				if try == 3 {
 					t.Fatalf("in 3 tries, up to a timeout of %s, the command was never seen running before its timeout", timeout)
 				}
@@ -150,18 +152,13 @@ func TestRunTimeout(t *testing.T) {
 	}
 }
 
-// runTimesOut is one try of TestRunTimeout over the transport named name: a
-// command that prints, then sleeps 29s, is stopped by the timeout, with its
-// output so far, and nothing of it is left. It reports false when the
-// timeout came before the command was seen running, having checked only
-// that nothing of it was left.
-func runTimesOut(t *testing.T, name string, timeout time.Duration) bool {
-	var c *nodes.Conn
-	for _, tc := range transports(t, func(cfg *nodes.SSHConfig) { cfg.CommandTimeout = timeout }) {
-		if transportName(tc) == name {
-			c = tc
-		}
-	}
+// runTimesOut is one try of TestRunTimeout on node of the cluster: a command
+// that prints, then sleeps 29s, is stopped by the timeout, with its output so
+// far, and nothing of it is left. It reports false when the timeout came
+// before the command was seen running, having checked only that nothing of it
+// was left.
+func runTimesOut(t *testing.T, cluster *sshdtest.Cluster, node string, timeout time.Duration) bool {
+	c := conn(t, newPool(t, cluster, func(cfg *nodes.SSHConfig) { cfg.CommandTimeout = timeout }), node)
 	// A unique sleep duration marks the shell and the sleep, so the test finds
 	// the command by its command line.
 	marker := fmt.Sprintf("29.%09d", time.Now().Nanosecond())

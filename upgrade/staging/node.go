@@ -287,8 +287,7 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 			// Buffered, so that the channel gets full SSH packets: tar writes 512-byte
 			// headers and paddings that would otherwise each travel as a packet of their own.
 			bw := bufio.NewWriterSize(pw, tarBuffer)
-			var n int64
-			err := writeTar(bw, t.Dir, send, &n, progress)
+			n, err := writeTar(bw, t.Dir, send, progress)
 			if err == nil {
 				err = bw.Flush()
 			}
@@ -334,8 +333,10 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 	return sent, nil
 }
 
-// writeTar writes entries of the tree at dir as a tar stream, counting file bytes.
-func writeTar(w io.Writer, dir string, entries []Entry, sent *int64, progress Progress) error {
+// writeTar writes entries of the tree at dir as a tar stream and returns the bytes of file
+// contents it wrote.
+func writeTar(w io.Writer, dir string, entries []Entry, progress Progress) (int64, error) {
+	var sent int64
 	tw := tar.NewWriter(w)
 	now := time.Now().Truncate(time.Second)
 	for _, e := range entries {
@@ -352,20 +353,20 @@ func writeTar(w io.Writer, dir string, entries []Entry, sent *int64, progress Pr
 			h.Typeflag, h.Size = tar.TypeReg, e.Size
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return err
+			return sent, err
 		}
 		if e.Kind != 'f' {
 			continue
 		}
 		if err := copyFile(tw, filepath.Join(dir, filepath.FromSlash(e.Name)), e.Size); err != nil {
-			return err
+			return sent, err
 		}
-		*sent += e.Size
+		sent += e.Size
 		if progress != nil {
 			progress(e.Size)
 		}
 	}
-	return tw.Close()
+	return sent, tw.Close()
 }
 
 // copyFile copies exactly size bytes of a file: one that changed size since it was read is an
