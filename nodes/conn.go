@@ -83,39 +83,41 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
 	}
 	line := QuoteArgs(argv)
-	return c.run(ctx, line, line)
+	return c.run(ctx, line, line, line)
 }
 
 // RunShell runs script with `sh -c` on the node, with the same results and
-// errors as Run: the command line is `sh -c SCRIPT`, so the script runs in
-// an sh of its own whose parent is the command's shell. The script reaches
-// sh unchanged, so it may use any shell syntax; it must not contain
-// unvalidated input.
+// errors as Run: the command line is `sh -c SCRIPT` (the Result's Command).
+// The script reaches sh unchanged, so it may use any shell syntax; it must
+// not contain unvalidated input. It is the line the watchdog's sh runs
+// itself, rather than an sh started by that line: a process less per
+// command.
 func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
-	return c.run(ctx, "sh -c "+Quote(script), script)
+	return c.run(ctx, "sh -c "+Quote(script), script, script)
 }
 
-// run runs line; shown is what error messages call the command. When the
-// pool has a command tag, what commands of that tag left running on the node
-// is killed first (once per connection and tag): over SSH by the same
+// run runs body, a shell command line, under the watchdog; line is the
+// Result's Command and shown is what error messages call the command. When
+// the pool has a command tag, what commands of that tag left running on the
+// node is killed first (once per connection and tag): over SSH by the same
 // session, ahead of the command.
-func (c *Conn) run(ctx context.Context, line, shown string) (Result, error) {
+func (c *Conn) run(ctx context.Context, line, shown, body string) (Result, error) {
 	tag := c.pool.commandTag()
 	if tag == "" || c.ssh == nil {
 		if err := c.reap(ctx, tag); err != nil {
 			return Result{Node: c.name, Command: line, ExitCode: -1}, err
 		}
-		return c.runTagged(ctx, line, shown, tag, false)
+		return c.runTagged(ctx, line, shown, body, tag, false)
 	}
 	c.reapMu.Lock()
 	if c.reaped[tag] {
 		c.reapMu.Unlock()
-		return c.runTagged(ctx, line, shown, tag, false)
+		return c.runTagged(ctx, line, shown, body, tag, false)
 	}
 	// The first command of the tag on this connection reaps ahead of itself;
 	// the lock holds back the connection's other commands of the tag until
 	// it has.
-	res, err := c.runTagged(ctx, line, shown, tag, true)
+	res, err := c.runTagged(ctx, line, shown, body, tag, true)
 	if res.ExitCode >= 0 {
 		c.markReaped(tag)
 	}
@@ -123,18 +125,18 @@ func (c *Conn) run(ctx context.Context, line, shown string) (Result, error) {
 	return res, err
 }
 
-// runTagged runs line under the watchdog, recording it under tag when tag
+// runTagged runs body under the watchdog, recording it under tag when tag
 // is not empty. With reapFirst, the session first kills what commands of
 // tag left running on the node (SSH only).
-func (c *Conn) runTagged(ctx context.Context, line, shown, tag string, reapFirst bool) (Result, error) {
+func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, reapFirst bool) (Result, error) {
 	if c.ssh == nil {
-		return c.runLocal(ctx, line, shown, tag)
+		return c.runLocal(ctx, line, shown, body, tag)
 	}
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	stdout, stderr := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
-	remote := sshLine(line, tag, c.name)
+	remote := sshLine(body, tag, c.name)
 	if reapFirst {
 		remote = reapLine(tag, c.name) + remote
 	}
@@ -170,7 +172,8 @@ func (c *Conn) reap(ctx context.Context, tag string) error {
 		return nil
 	}
 	shown := "kill the commands of " + tag + " left running"
-	if _, err := c.runTagged(ctx, reapLine(tag, c.name)+"exit 0\n", shown, "", false); err != nil {
+	reapOnly := reapLine(tag, c.name) + "exit 0\n"
+	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false); err != nil {
 		return err
 	}
 	c.markReaped(tag)

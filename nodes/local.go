@@ -191,10 +191,11 @@ func (p *localProc) closeOutput(grace time.Duration) {
 	<-p.output
 }
 
-// runLocal runs line locally and fills a Result; see Conn.Run.
-func (c *Conn) runLocal(ctx context.Context, line, shown, tag string) (Result, error) {
+// runLocal runs body locally and fills a Result whose Command is line; see
+// Conn.Run.
+func (c *Conn) runLocal(ctx context.Context, line, shown, body, tag string) (Result, error) {
 	start := time.Now()
-	code, stdout, stderr, timedOut, err := execLocal(ctx, line, c.timeout, tag, c.name)
+	code, stdout, stderr, timedOut, err := execLocal(ctx, body, c.timeout, tag, c.name)
 	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: stdout, Stderr: stderr, Duration: time.Since(start)}
 	return res, commandError(c.name, shown, code, stderr, timedOut, c.timeout, err)
 }

@@ -279,8 +279,7 @@ func TestRunCancel(t *testing.T) {
 func TestRunSignal(t *testing.T) {
 	t.Parallel()
 	conns := transports(t, nil)
-	// Also as root, whose login shell (bash) execs a lone command: the
-	// script's parent is still the command's shell, not sshd.
+	// Also as root, whose login shell is bash.
 	root := conn(t, newPool(t, sshdtest.Start(t, 1, sshdtest.WithRootLogin()), nil), "node1")
 	for i, c := range append(conns, root) {
 		name := transportName(c)
@@ -289,10 +288,9 @@ func TestRunSignal(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			// RunShell's script runs in an sh of its own, started by the
-			// command's shell: killing its parent kills the command line
-			// as given.
-			res, err := c.RunShell(context.Background(), "echo before; kill -9 $PPID")
+			// RunShell's script is the command's own shell: killing it
+			// kills the command line as given.
+			res, err := c.RunShell(context.Background(), "echo before; kill -9 $$")
 			if err == nil || !strings.Contains(err.Error(), "killed by signal") {
 				t.Fatalf("err = %v, want it to say the command was killed by a signal", err)
 			}

@@ -135,7 +135,7 @@ fi
 	if [ -n "$k" ] && { [ "$2" = local ] || kill -0 $$ 2>/dev/null; }; then
 		exec sh -c '` + killerScript + `' cutover-kill "$cutover_pg" "$cutover_rec"
 	fi
-	[ -z "$cutover_rec" ] || rm -f "$cutover_rec"
+	[ -z "$cutover_rec" ] || exec rm -f "$cutover_rec"
 } <&3 4>&1 >/dev/null 2>&1 &
 exec sh -c "$1" 3<&-
 `

@@ -581,9 +581,9 @@ func TestReapOnRedial(t *testing.T) {
 func TestCommandRecord(t *testing.T) {
 	t.Parallel()
 	transports, _ := watchdogTransports(t)
-	// The command's shell is the parent of the script's sh.
+	// The script's sh is the command's own shell.
 	const script = `if [ -w /run ]; then d=/run/cutover/cmd; else d=$HOME/.cutover/cmd; fi
-echo $PPID; stat -c %a "$d" 2>/dev/null || echo no-dir; cat "$d"/*.$PPID 2>/dev/null || echo none`
+echo $$; stat -c %a "$d" 2>/dev/null || echo no-dir; cat "$d"/*.$$ 2>/dev/null || echo none`
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
