@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -123,11 +124,15 @@ type dateConn struct {
 	offset time.Duration
 }
 
-func (c dateConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
-	if script != "date +%s" {
-		return nodes.Result{ExitCode: 127}, fmt.Errorf("unexpected command %q", script)
+func (c dateConn) RunInput(_ context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
+	if line := nodes.QuoteArgs(argv); line != "date +%s" {
+		return nodes.Result{ExitCode: 127}, fmt.Errorf("unexpected command %q", line)
 	}
 	return nodes.Result{Stdout: fmt.Appendf(nil, "%d\n", time.Now().Add(c.offset).Unix())}, nil
+}
+
+func (c dateConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
+	return nodes.Result{ExitCode: 127}, fmt.Errorf("unexpected command %q", script)
 }
 func (dateConn) ReadFile(string) ([]byte, error)                   { return nil, errors.ErrUnsupported }
 func (dateConn) WriteFileAtomic(string, []byte, fs.FileMode) error { return errors.ErrUnsupported }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ const (
 type Conn interface {
 	layout.FS
 	RunShell(ctx context.Context, script string) (nodes.Result, error)
+	RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error)
 	ReadFile(name string) ([]byte, error)
 	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	MkdirAll(name string, perm fs.FileMode) error
@@ -488,6 +490,18 @@ func (c *loggedConn) RunShell(ctx context.Context, script string) (nodes.Result,
 	res, err := c.Conn.RunShell(ctx, script)
 	crashPoint(false, "%s: command finished: %s", c.node, script)
 	c.log.Command(c.node, script, res, err)
+	c.mu.Lock()
+	c.prev = &res
+	c.mu.Unlock()
+	return res, onNode(c.node, err)
+}
+
+func (c *loggedConn) RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error) {
+	line := nodes.QuoteArgs(argv)
+	crashPoint(true, "%s: command started: %s", c.node, line)
+	res, err := c.Conn.RunInput(ctx, input, argv...)
+	crashPoint(false, "%s: command finished: %s", c.node, line)
+	c.log.Command(c.node, line, res, err)
 	c.mu.Lock()
 	c.prev = &res
 	c.mu.Unlock()

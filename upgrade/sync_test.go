@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,6 +68,11 @@ func (c *dirConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) er
 		return err
 	}
 	return os.Rename(tmp, c.at(name))
+}
+
+// RunInput runs argv as RunShell runs a script; the fake nodes read no input.
+func (c *dirConn) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
+	return c.RunShell(ctx, nodes.QuoteArgs(argv))
 }
 
 func (c *dirConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
