@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Every command runs under a watchdog: a small POSIX sh program (below) that
-// cutover sends as the command line, so nodes need nothing but sh and /proc
-// (procps' pgrep, where present, shortens a kill).
+// Every command of Run and RunShell runs under a watchdog (RunInput's
+// commands, which end by themselves, do not): a small POSIX sh program
+// (below) that cutover sends as the command line, so nodes need nothing but
+// sh and /proc (procps' pgrep, where present, shortens a kill).
 // The watchdog
 //
 //   - keeps the command's standard input as fd 3 and gives the command

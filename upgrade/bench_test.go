@@ -32,7 +32,9 @@ import (
 // is part of the run's time here and would be spent on the nodes in a real cluster.
 // BenchmarkPdshRounds runs first; BenchmarkUpgradeRun then also reports its time as a
 // fraction of the pdsh rounds over as many nodes, per op (x-of-pdsh) and per run
-// (x-run-of-pdsh).
+// (x-run-of-pdsh). BenchmarkUpgradeRun also reports a run's time per node
+// (ms-run-per-node) and, where half as many nodes were measured before it, what doubling
+// the nodes cost (x-of-half).
 
 // benchNodes are the cluster sizes measured, sshd nodes besides the master: 8 and 32, or the
 // comma-separated sizes in CUTOVER_BENCH_NODES (make bench measures 8 to 256).
@@ -64,6 +66,12 @@ const pdshRounds = 10
 
 // pdshTime holds the time per op of BenchmarkPdshRounds by node count, for x-of-pdsh.
 var pdshTime = struct {
+	sync.Mutex
+	perOp map[int]time.Duration
+}{perOp: map[int]time.Duration{}}
+
+// runTime holds the time per op of BenchmarkUpgradeRun by node count, for x-of-half.
+var runTime = struct {
 	sync.Mutex
 	perOp map[int]time.Duration
 }{perOp: map[int]time.Duration{}}
@@ -144,13 +152,24 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/(cpu+sshdTime).Seconds(), "cpu-share-cutover")
 			// The downtime window, first daemon stop to last daemon start, per run.
 			b.ReportMetric(downtime.Seconds()/float64(2*b.N), "s-downtime")
+			perOp := b.Elapsed() / time.Duration(b.N)
+			// The time of a run per node: constant while the cost grows linearly.
+			b.ReportMetric(float64(perOp.Milliseconds())/float64(2*n), "ms-run-per-node")
+			runTime.Lock()
+			runTime.perOp[n] = perOp
+			half, ok := runTime.perOp[n/2]
+			runTime.Unlock()
+			if ok && n%2 == 0 {
+				// What doubling the nodes cost, when half as many were measured too.
+				b.ReportMetric(float64(perOp)/float64(half), "x-of-half")
+			}
 			pdshTime.Lock()
 			pdsh, ok := pdshTime.perOp[n]
 			pdshTime.Unlock()
 			if ok {
-				b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(pdsh), "x-of-pdsh")
+				b.ReportMetric(float64(perOp)/float64(pdsh), "x-of-pdsh")
 				// One run (an upgrade or a downgrade) against the ten pdsh rounds.
-				b.ReportMetric(float64(b.Elapsed()/time.Duration(2*b.N))/float64(pdsh), "x-run-of-pdsh")
+				b.ReportMetric(float64(perOp/2)/float64(pdsh), "x-run-of-pdsh")
 			}
 		})
 	}
