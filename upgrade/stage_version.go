@@ -114,7 +114,7 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StageOptions) (*
 	}{{&job.lib, libDir}, {&job.share, shareDir}} {
 		dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(t.tree, "/")))
 		if *t.dst, err = staging.ReadTree(dir); err != nil {
-			return nil, badInput(fmt.Errorf("stage: %s must hold %s: %w", opts.Source, strings.TrimPrefix(t.tree, "/"), err))
+			return nil, badInput(fmt.Errorf("stage: %s must hold %s: %w", opts.Source, strings.TrimPrefix(t.tree, "/"), sourceError(err, root, opts.Source)))
 		}
 	}
 	job.diskNeeded = job.lib.Bytes + job.share.Bytes
@@ -179,6 +179,15 @@ func (j *stageJob) alreadyNodes(all []string) []string {
 // megabytes formats a byte count for people.
 func megabytes(n int64) string {
 	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
+
+// sourceError is err about the trees of source as found in root: for a .tar.gz, the names in
+// it are those of the archive's entries, not of the private directory it was unpacked into.
+func sourceError(err error, root, source string) error {
+	if root == source {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""))
 }
 
 // maxSourceFiles bounds the entries of a .tar.gz source.

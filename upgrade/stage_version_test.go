@@ -102,6 +102,13 @@ func TestStageVersion(t *testing.T) {
 	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.2.0", Source: tgz, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
+	// A version the archive does not hold: the refusal names the archive and the entry it
+	// lacks, not the private directory the archive was unpacked into.
+	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.3.0", Source: tgz})
+	if err == nil || !upgrade.IsBadInput(err) || strings.Contains(err.Error(), "stage-source-") ||
+		!strings.Contains(err.Error(), tgz+" must hold ") || !strings.Contains(err.Error(), "1.3.0: no such file or directory") {
+		t.Errorf("stage of a version the archive lacks: err = %v, want bad input naming %s and the missing tree", err, tgz)
+	}
 	installed()
 	entries, _ := os.ReadDir(sc.path("usr/lib/app"))
 	for _, e := range entries {
