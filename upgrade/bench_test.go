@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/nodes/sshdtest"
 )
 
@@ -33,8 +35,9 @@ import (
 // BenchmarkPdshRounds runs first; BenchmarkUpgradeRun then also reports its time as a
 // fraction of the pdsh rounds over as many nodes, per op (x-of-pdsh) and per run
 // (x-run-of-pdsh). BenchmarkUpgradeRun also reports a run's time per node
-// (ms-run-per-node) and, where half as many nodes were measured before it, what doubling
-// the nodes cost (x-of-half).
+// (ms-run-per-node), where half as many nodes were measured before it, what doubling the
+// nodes cost (x-of-half), and a run against its floor, one round of SSH connections to the
+// same nodes by cutover's own client (x-run-of-dial, s/dial-round).
 
 // benchNodes are the cluster sizes measured, sshd nodes besides the master: 8 and 32, or the
 // comma-separated sizes in CUTOVER_BENCH_NODES (make bench measures 8 to 256).
@@ -119,6 +122,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			ctx := context.Background()
 			var peak int64
 			var up, down, cpu, downtime time.Duration
+			dial := dialRound(b, c, 32)
 			sshd := sshdCPU(b)
 			for b.Loop() {
 				for _, to := range []string{"1.1.0", "1.0.0"} {
@@ -153,6 +157,9 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			// The downtime window, first daemon stop to last daemon start, per run.
 			b.ReportMetric(downtime.Seconds()/float64(2*b.N), "s-downtime")
 			perOp := b.Elapsed() / time.Duration(b.N)
+			// A run against its floor: one SSH connection to every node.
+			b.ReportMetric(dial.Seconds(), "s/dial-round")
+			b.ReportMetric(float64(perOp/2)/float64(dial), "x-run-of-dial")
 			// The time of a run per node: constant while the cost grows linearly.
 			b.ReportMetric(float64(perOp.Milliseconds())/float64(2*n), "ms-run-per-node")
 			runTime.Lock()
@@ -173,6 +180,40 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// dialRound returns the time it takes to connect to every node of c, parallel at a time, with
+// cutover's own SSH client (handshake, host key check, login; no command), as a run's
+// preflight does first: the floor of a run's cost, since every run needs one connection per
+// node. It is the best of three rounds, each dialing anew.
+func dialRound(tb testing.TB, c *sshdtest.Cluster, parallel int) time.Duration {
+	tb.Helper()
+	var list []nodes.Node
+	for _, s := range c.Servers {
+		list = append(list, nodes.Node{Name: s.Name, Address: s.Addr, Port: s.Port})
+	}
+	inv, err := nodes.NewInventory("master", append([]nodes.Node{{Name: "master"}}, list...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		start := time.Now()
+		_, err = nodes.Each(context.Background(), list, parallel, "", func(ctx context.Context, n nodes.Node) error {
+			_, err := p.Conn(ctx, n.Name)
+			return err
+		})
+		best = min(best, time.Since(start))
+		p.Close()
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return best
 }
 
 // requireCommands skips (or fails under CI=true) unless every named program is installed.
