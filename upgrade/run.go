@@ -486,20 +486,18 @@ type loggedConn struct {
 }
 
 func (c *loggedConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
-	crashPoint(true, "%s: command started: %s", c.node, script)
-	res, err := c.Conn.RunShell(ctx, script)
-	crashPoint(false, "%s: command finished: %s", c.node, script)
-	c.log.Command(c.node, script, res, err)
-	c.mu.Lock()
-	c.prev = &res
-	c.mu.Unlock()
-	return res, onNode(c.node, err)
+	return c.command(script, func() (nodes.Result, error) { return c.Conn.RunShell(ctx, script) })
 }
 
 func (c *loggedConn) RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error) {
-	line := nodes.QuoteArgs(argv)
+	return c.command(nodes.QuoteArgs(argv), func() (nodes.Result, error) { return c.Conn.RunInput(ctx, input, argv...) })
+}
+
+// command runs a command through run: its start and its end are crash points, and the log
+// gets the command line with what it printed.
+func (c *loggedConn) command(line string, run func() (nodes.Result, error)) (nodes.Result, error) {
 	crashPoint(true, "%s: command started: %s", c.node, line)
-	res, err := c.Conn.RunInput(ctx, input, argv...)
+	res, err := run()
 	crashPoint(false, "%s: command finished: %s", c.node, line)
 	c.log.Command(c.node, line, res, err)
 	c.mu.Lock()
