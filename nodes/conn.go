@@ -83,7 +83,7 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
 	}
 	line := QuoteArgs(argv)
-	return c.run(ctx, line, line, line)
+	return c.run(ctx, line, line)
 }
 
 // RunShell runs script with `sh -c` on the node, with the same results and
@@ -93,31 +93,31 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 // itself, rather than an sh started by that line: a process less per
 // command.
 func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
-	return c.run(ctx, "sh -c "+Quote(script), script, script)
+	return c.run(ctx, "sh -c "+Quote(script), script)
 }
 
 // run runs body, a shell command line, under the watchdog; line is the
-// Result's Command and shown is what error messages call the command. When
+// Result's Command, and error messages call the command by its body. When
 // the pool has a command tag, what commands of that tag left running on the
 // node is killed first (once per connection and tag): over SSH by the same
 // session, ahead of the command.
-func (c *Conn) run(ctx context.Context, line, shown, body string) (Result, error) {
+func (c *Conn) run(ctx context.Context, line, body string) (Result, error) {
 	tag := c.pool.commandTag()
 	if tag == "" || c.ssh == nil {
 		if err := c.reap(ctx, tag); err != nil {
 			return Result{Node: c.name, Command: line, ExitCode: -1}, err
 		}
-		return c.runTagged(ctx, line, shown, body, tag, false)
+		return c.runTagged(ctx, line, body, body, tag, false)
 	}
 	c.reapMu.Lock()
 	if c.reaped[tag] {
 		c.reapMu.Unlock()
-		return c.runTagged(ctx, line, shown, body, tag, false)
+		return c.runTagged(ctx, line, body, body, tag, false)
 	}
 	// The first command of the tag on this connection reaps ahead of itself;
 	// the lock holds back the connection's other commands of the tag until
 	// it has.
-	res, err := c.runTagged(ctx, line, shown, body, tag, true)
+	res, err := c.runTagged(ctx, line, body, body, tag, true)
 	if res.ExitCode >= 0 {
 		c.markReaped(tag)
 	}

@@ -474,13 +474,13 @@ func TestReapSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 		unix.Close(fd)
 	})
+	if err := unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0); err != nil {
+		t.Fatal(err)
+	}
 	first.Close()
 	if r := <-done; r.err == nil {
 		t.Fatal("the command succeeded after its pool was closed")

@@ -36,7 +36,7 @@ func BenchmarkNodeDies(b *testing.B) {
 	n := slices.Max(benchNodes)
 	b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 		c := sshdtest.Start(b, n)
-		sc := newSSHCluster(b, c, 32)
+		sc := newSSHCluster(b, c, benchParallel)
 		victim := c.Servers[n/2]
 		name := fmt.Sprintf("node%d", n/2+2) // the cluster names its sshd nodes node2, node3, ...
 		ctx := context.Background()

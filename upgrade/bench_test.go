@@ -64,6 +64,10 @@ func sizesFromEnv(name string, def []int) []int {
 // downtimeRE finds the downtime window in a run's last line ("daemons down 0.4s").
 var downtimeRE = regexp.MustCompile(`daemons down ([0-9.]+)s`)
 
+// benchParallel is how many nodes every benchmark works on at once: cutover's ssh.parallel,
+// pdsh's -f and the dial round's fan-out, so that the three compare like with like.
+const benchParallel = 32
+
 // pdshRounds is how many rounds of pdsh one BenchmarkPdshRounds op runs.
 const pdshRounds = 10
 
@@ -118,11 +122,11 @@ func BenchmarkUpgradeRun(b *testing.B) {
 	for _, n := range benchNodes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			c := sshdtest.Start(b, n)
-			sc := newSSHCluster(b, c, 32)
+			sc := newSSHCluster(b, c, benchParallel)
 			ctx := context.Background()
 			var peak int64
 			var up, down, cpu, downtime time.Duration
-			dial := dialRound(b, c, 32)
+			dial := dialRound(b, c, benchParallel)
 			sshd := sshdCPU(b)
 			for b.Loop() {
 				for _, to := range []string{"1.1.0", "1.0.0"} {
@@ -274,10 +278,10 @@ func newPdsh(tb testing.TB, c *sshdtest.Cluster) *pdsh {
 	return &pdsh{hosts: strings.Join(hosts, ","), env: env}
 }
 
-// round runs `true` on every node at once, 32 connections in flight, and returns the CPU
+// round runs `true` on every node, benchParallel connections in flight, and returns the CPU
 // time of pdsh and its ssh clients, or an error unless every node ran the command.
 func (p *pdsh) round(ctx context.Context) (time.Duration, error) {
-	cmd := exec.CommandContext(ctx, "pdsh", "-S", "-R", "ssh", "-f", "32", "-w", p.hosts, "true")
+	cmd := exec.CommandContext(ctx, "pdsh", "-S", "-R", "ssh", "-f", strconv.Itoa(benchParallel), "-w", p.hosts, "true")
 	cmd.Env = p.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
