@@ -1,16 +1,12 @@
 package upgrade
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,22 +97,23 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StageOptions) (*
 	if err != nil {
 		return nil, badInput(fmt.Errorf("stage --version=%q: %w", opts.Version, err))
 	}
-	root, cleanup, err := openSource(opts.Source, cfg.Paths.StateDir)
+	names := []string{strings.TrimPrefix(libDir, "/"), strings.TrimPrefix(shareDir, "/")}
+	policy := stagePolicy(cfg.Stage)
+	base, cleanup, err := openSource(opts.Source, cfg.Paths.StateDir, names, policy)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("stage: %w", err))
 	}
 	defer cleanup()
 	job := &stageJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace,
 		states: map[string][2]treeState{}, already: map[string]bool{}, replacing: map[string]bool{}}
-	for _, t := range []struct {
-		dst  **staging.Tree
-		tree string
-	}{{&job.lib, libDir}, {&job.share, shareDir}} {
-		dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(t.tree, "/")))
-		if *t.dst, err = staging.ReadTree(dir); err != nil {
-			return nil, badInput(fmt.Errorf("stage: %s must hold %s: %w", opts.Source, strings.TrimPrefix(t.tree, "/"), sourceError(err, root, opts.Source)))
-		}
+	trees, err := staging.ReadTrees(base, names, policy)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, badInput(fmt.Errorf("stage: %s must hold %s and %s: %w", opts.Source, names[0], names[1], err))
+	case err != nil:
+		return nil, badInput(fmt.Errorf("stage: %s: %w", opts.Source, err))
 	}
+	job.lib, job.share = trees[0], trees[1]
 	job.diskNeeded = job.lib.Bytes + job.share.Bytes
 	res := &StageResult{App: cfg.App, Version: opts.Version, TreeBytes: job.diskNeeded, DiskNeeded: job.diskNeeded}
 	for _, n := range r.Online {
@@ -181,23 +178,21 @@ func megabytes(n int64) string {
 	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
-// sourceError is err about the trees of source as found in root: for a .tar.gz, the names in
-// it are those of the archive's entries, not of the private directory it was unpacked into.
-func sourceError(err error, root, source string) error {
-	if root == source {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""))
+// stagePolicy is what [stage] allows a staged tree to hold.
+func stagePolicy(c config.StageConfig) staging.Policy {
+	return staging.Policy{MaxBytes: c.MaxBytes, MaxFiles: c.MaxFiles, MaxDepth: c.MaxDepth,
+		AllowSetuid: c.AllowSetuid, AllowSetgid: c.AllowSetgid, AllowWorldWritable: c.AllowWorldWritable,
+		AllowDevices: c.AllowDevices, AllowFifos: c.AllowFifos, AllowHardlinks: c.AllowHardlinks}
 }
 
-// maxSourceFiles bounds the entries of a .tar.gz source.
-const maxSourceFiles = 1 << 20
+// sourcePrefix begins the names of the private directories a .tar.gz source is unpacked into.
+const sourcePrefix = "stage-source-"
 
-// openSource returns the directory a SOURCE holds its trees in: the directory itself, or a
-// .tar.gz unpacked into a private temporary directory under stateDir (removed by cleanup).
-// The archive may hold directories, regular files and symbolic links with clean relative
-// names; anything else is refused.
-func openSource(source, stateDir string) (dir string, cleanup func(), err error) {
+// openSource returns the directory a SOURCE holds its trees (names, relative to its root) in:
+// the directory itself, or a .tar.gz whose trees are unpacked by staging.Unpack, under the
+// policy, into a private directory it makes under stateDir (removed by cleanup). What an
+// earlier stage that was killed left there is removed first, never reused.
+func openSource(source, stateDir string, names []string, policy staging.Policy) (dir string, cleanup func(), err error) {
 	noop := func() {}
 	fi, err := os.Stat(source)
 	if err != nil {
@@ -212,117 +207,39 @@ func openSource(source, stateDir string) (dir string, cleanup func(), err error)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return "", noop, err
 	}
-	tmp, err := os.MkdirTemp(stateDir, "stage-source-")
+	if err := removeOldSources(stateDir); err != nil {
+		return "", noop, err
+	}
+	tmp, err := os.MkdirTemp(stateDir, sourcePrefix)
 	if err != nil {
 		return "", noop, err
 	}
-	cleanup = func() { os.RemoveAll(tmp) }
-	if err := unpack(source, tmp); err != nil {
+	cleanup = func() { removeOldSources(stateDir) }
+	if err := staging.Unpack(source, tmp, names, policy); err != nil {
 		cleanup()
 		return "", noop, fmt.Errorf("%s: %w", source, err)
 	}
 	return tmp, cleanup, nil
 }
 
-// unpack extracts a .tar.gz into dir, which must be empty.
-func unpack(source, dir string) error {
-	f, err := os.Open(source)
+// removeOldSources removes the private directories .tar.gz sources were unpacked into from
+// stateDir, without following a link out of it. A stage holds the state directory's lock,
+// so none of them belongs to a stage that still runs.
+func removeOldSources(stateDir string) error {
+	root, err := os.OpenRoot(stateDir)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
+	defer root.Close()
+	entries, err := os.ReadDir(stateDir)
 	if err != nil {
 		return err
 	}
-	tr := tar.NewReader(gz)
-	for n := 0; ; n++ {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if n >= maxSourceFiles {
-			return fmt.Errorf("more than %d entries", maxSourceFiles)
-		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if name == "." {
-			continue
-		}
-		if !fs.ValidPath(name) {
-			return fmt.Errorf("entry %q: not a clean relative name", h.Name)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := noLinkBelow(dir, filepath.Dir(p)); err != nil {
-			return fmt.Errorf("entry %q: %w", h.Name, err)
-		}
-		mode := fs.FileMode(h.Mode) & fs.ModePerm
-		if h.Mode&0o4000 != 0 {
-			mode |= fs.ModeSetuid
-		}
-		if h.Mode&0o2000 != 0 {
-			mode |= fs.ModeSetgid
-		}
-		if h.Mode&0o1000 != 0 {
-			mode |= fs.ModeSticky
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), sourcePrefix) {
+			if err := root.RemoveAll(e.Name()); err != nil {
+				return fmt.Errorf("remove what an earlier stage left: %w", err)
 			}
-			if err := os.Chmod(p, mode); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return fmt.Errorf("entry %q: %w", h.Name, err)
-			}
-			_, err = io.Copy(out, tr)
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = os.Chmod(p, mode)
-			}
-			if err == nil {
-				err = os.Chtimes(p, h.ModTime, h.ModTime)
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := os.Symlink(h.Linkname, p); err != nil {
-				return fmt.Errorf("entry %q: %w", h.Name, err)
-			}
-		default:
-			return fmt.Errorf("entry %q: type %q: a version tree holds directories, files and links only", h.Name, h.Typeflag)
-		}
-	}
-}
-
-// noLinkBelow refuses a path under root that passes through a symbolic link: an archive must
-// not write through a link it made itself.
-func noLinkBelow(root, p string) error {
-	rel, err := filepath.Rel(root, p)
-	if err != nil || rel == "." {
-		return err
-	}
-	cur := root
-	for _, el := range strings.Split(rel, string(filepath.Separator)) {
-		cur = filepath.Join(cur, el)
-		fi, err := os.Lstat(cur)
-		if err != nil {
-			return err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s is a link: an archive may not write through it", cur)
 		}
 	}
 	return nil

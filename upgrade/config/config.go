@@ -29,6 +29,7 @@ type Config struct {
 	Config      AppConfig      `toml:"config"`
 	Policy      PolicyConfig   `toml:"policy"`
 	Strategy    StrategyConfig `toml:"strategy"`
+	Stage       StageConfig    `toml:"stage"`
 
 	// File is the path the configuration was read from.
 	File string `toml:"-"`
@@ -400,6 +401,7 @@ func (c *Config) validate() error {
 		bad("policy.drain_timeout must be positive")
 	}
 	errs = append(errs, c.Strategy.validate(c.Commands)...)
+	errs = append(errs, c.Stage.validate()...)
 	if c.Commands.QueueDrain != "" && c.Commands.QueueBusy == "" {
 		bad("commands.queue_drain needs commands.queue_busy to know when the queue is empty")
 	}

@@ -98,5 +98,6 @@ func ganetiProfile() Config {
 		},
 		Policy:   basePolicy(),
 		Strategy: baseStrategy(),
+		Stage:    baseStage(),
 	}
 }

@@ -11,5 +11,6 @@ func genericProfile() Config {
 		Config:      AppConfig{VersionKey: "/version", VersionEncoding: "semver", Migrate: "builtin"},
 		Policy:      basePolicy(),
 		Strategy:    baseStrategy(),
+		Stage:       baseStage(),
 	}
 }

@@ -5,15 +5,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cutover/cutover/nodes"
 )
@@ -183,9 +187,11 @@ func tarMode(m fs.FileMode) int64 {
 }
 
 // plan compares what the node holds with the tree: the names to remove first (not in the
-// tree, or of another kind) and the entries to send: directories and links always, files
-// whose size, modification time or mode differ (what a copy cut off halfway, or a changed
-// file, has), as rsync's quick check does.
+// tree, or of another kind) and the entries to send: every entry but a file, files whose
+// size, modification time or mode differ (what a copy cut off halfway, or a changed file,
+// has), as rsync's quick check does. The files that pass the quick check are kept only once
+// their checksums on the node match the manifest (Send): what an interrupted run left is
+// never trusted by its looks.
 func plan(t *Tree, got map[string]nodeEntry) (remove []string, send []Entry) {
 	want := make(map[string]Entry, len(t.Entries))
 	for _, e := range t.Entries {
@@ -214,7 +220,7 @@ func same(e Entry, g nodeEntry) bool {
 // kindOf maps find's %y letter to an Entry kind ('?' for what a tree never holds).
 func kindOf(y byte) byte {
 	switch y {
-	case 'd', 'f', 'l':
+	case 'd', 'f', 'l', 'p', 'c', 'b':
 		return y
 	}
 	return '?'
@@ -252,6 +258,36 @@ func verify(t *Tree, got map[string]nodeEntry) error {
 	return fmt.Errorf("%s", strings.Join(diffs, "; "))
 }
 
+// checkKept checksums on the node the files of its temporary directory tmp that passed the
+// quick check (those of t that are not in send) and returns send with the files whose
+// checksums differ from the manifest added, in the tree's order.
+func checkKept(ctx context.Context, c Conn, t *Tree, tmp string, send []Entry) ([]Entry, error) {
+	sending := make(map[string]bool, len(send))
+	for _, e := range send {
+		sending[e.Name] = true
+	}
+	var kept []string
+	for _, e := range t.Entries {
+		if e.Kind == 'f' && !sending[e.Name] {
+			kept = append(kept, e.Name)
+		}
+	}
+	if len(kept) == 0 {
+		return send, nil
+	}
+	have, err := sums(ctx, c, tmp, kept)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, e := range t.Entries {
+		if sending[e.Name] || (e.Kind == 'f' && have[e.Name] != e.Sum) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // tarBuffer is how much of a tar stream is gathered before it goes to a node.
 const tarBuffer = 256 << 10
 
@@ -270,6 +306,9 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 		return 0, fmt.Errorf("%s: read %s: %w", c.Node(), tmp, err)
 	}
 	remove, send := plan(t, got)
+	if send, err = checkKept(ctx, c, t, tmp, send); err != nil {
+		return 0, fmt.Errorf("%s: check %s: %w", c.Node(), tmp, err)
+	}
 	if len(remove) > 0 {
 		argv := []string{"sh", "-c", `cd -- "$1" && shift && rm -rf -- "$@"`, "cutover-stage", tmp}
 		for _, name := range remove {
@@ -287,7 +326,7 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 			// Buffered, so that the channel gets full SSH packets: tar writes 512-byte
 			// headers and paddings that would otherwise each travel as a packet of their own.
 			bw := bufio.NewWriterSize(pw, tarBuffer)
-			n, err := writeTar(bw, t.Dir, send, progress)
+			n, err := writeTar(bw, t, send, progress)
 			if err == nil {
 				err = bw.Flush()
 			}
@@ -305,7 +344,7 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 			return sent, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
 		}
 	}
-	// Every file sent is checked against its checksum; the rest passed the quick check.
+	// Every file sent is checked against its checksum; the rest were checked before.
 	var names []string
 	for _, e := range send {
 		if e.Kind == 'f' {
@@ -333,24 +372,31 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 	return sent, nil
 }
 
-// writeTar writes entries of the tree at dir as a tar stream and returns the bytes of file
-// contents it wrote.
-func writeTar(w io.Writer, dir string, entries []Entry, progress Progress) (int64, error) {
+// writeTar writes entries of the tree t as a tar stream and returns the bytes of file
+// contents it wrote. Files are read beneath the tree's root without following links, and each
+// must be the file that was listed, with the checksum it had then: a file replaced, changed
+// or swapped for a link since ReadTree ends the stream with an error.
+func writeTar(w io.Writer, t *Tree, entries []Entry, progress Progress) (int64, error) {
 	var sent int64
+	var files *treeFiles
 	tw := tar.NewWriter(w)
 	now := time.Now().Truncate(time.Second)
 	for _, e := range entries {
 		h := &tar.Header{Name: "./" + e.Name, Mode: tarMode(e.Mode), Format: tar.FormatPAX, ModTime: now}
-		if e.Kind == 'f' {
-			h.ModTime = time.Unix(0, e.MTime)
-		}
 		switch e.Kind {
 		case 'd':
 			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
 		case 'l':
 			h.Typeflag, h.Linkname = tar.TypeSymlink, e.Target
 		case 'f':
-			h.Typeflag, h.Size = tar.TypeReg, e.Size
+			h.Typeflag, h.Size, h.ModTime = tar.TypeReg, e.Size, time.Unix(0, e.MTime)
+		case 'p':
+			h.Typeflag = tar.TypeFifo
+		case 'c', 'b':
+			h.Typeflag, h.Devmajor, h.Devminor = tar.TypeChar, int64(unix.Major(e.Dev)), int64(unix.Minor(e.Dev))
+			if e.Kind == 'b' {
+				h.Typeflag = tar.TypeBlock
+			}
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return sent, err
@@ -358,8 +404,15 @@ func writeTar(w io.Writer, dir string, entries []Entry, progress Progress) (int6
 		if e.Kind != 'f' {
 			continue
 		}
-		if err := copyFile(tw, filepath.Join(dir, filepath.FromSlash(e.Name)), e.Size); err != nil {
-			return sent, err
+		if files == nil {
+			var err error
+			if files, err = t.openFiles(); err != nil {
+				return sent, err
+			}
+			defer files.close()
+		}
+		if err := files.copy(tw, e); err != nil {
+			return sent, fmt.Errorf("%s: %w", path.Join(t.name, e.Name), err)
 		}
 		sent += e.Size
 		if progress != nil {
@@ -369,29 +422,82 @@ func writeTar(w io.Writer, dir string, entries []Entry, progress Progress) (int6
 	return sent, tw.Close()
 }
 
-// copyFile copies exactly size bytes of a file: one that changed size since it was read is an
-// error, not a corrupt stream.
-func copyFile(w io.Writer, p string, size int64) error {
-	f, err := os.Open(p)
+// treeFiles reads the files of a tree again, beneath its root.
+type treeFiles struct {
+	t    *Tree
+	root int
+	dirs dirCache
+}
+
+// openFiles opens the tree's root again and refuses a root that is no longer the directory
+// that was read.
+func (t *Tree) openFiles() (*treeFiles, error) {
+	basefd, err := unix.Open(t.base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.base, err)
+	}
+	root, err := openDirBeneath(basefd, t.name)
+	unix.Close(basefd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(root, &st); err != nil || st.Dev != t.rootID.dev || st.Ino != t.rootID.ino {
+		unix.Close(root)
+		return nil, fmt.Errorf("%s: replaced since it was read", t.name)
+	}
+	return &treeFiles{t: t, root: root, dirs: dirCache{root: root}}, nil
+}
+
+func (f *treeFiles) close() {
+	f.dirs.close()
+	unix.Close(f.root)
+}
+
+// copy copies the file e to w from one descriptor, checksumming what it copies: the file must
+// be the one ReadTree listed, unchanged, and its bytes must have the manifest's checksum.
+func (f *treeFiles) copy(w io.Writer, e Entry) error {
+	dfd, err := f.dirs.open(path.Dir(e.Name))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	n, err := io.Copy(w, io.LimitReader(f, size))
-	if err == nil && n != size {
-		err = fmt.Errorf("%s changed while it was staged", p)
+	fd, err := openAt(dfd, path.Base(e.Name), unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
 	}
-	return err
+	file := os.NewFile(uintptr(fd), e.Name)
+	defer file.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if id, ok := f.t.ids[e.Name]; !ok || idOf(&st) != id || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errors.New("changed since it was read and checksummed: it is not staged")
+	}
+	h := sha256.New()
+	if err := copyExactly(io.MultiWriter(w, h), file, e.Size); err != nil {
+		return err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != e.Sum {
+		return errors.New("changed since it was read and checksummed: it is not staged")
+	}
+	return nil
 }
 
 // placeScript gives the temporary directory $1 the mode $3 and renames it to $2, which must
-// not exist.
+// not exist. Every file and directory of the tree is on disk before the rename (a syncfs of
+// the tree's file system, or a sync of all where sync cannot name one), and the rename is on
+// disk before the script ends (an fsync of the parent directory): a power cut leaves either
+// no tree at $2 or the whole tree, never a tree whose files are empty.
 const placeScript = `set -e
 if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 exists" >&2; exit 1; fi
 chmod "$3" -- "$1"
-mv -T -- "$1" "$2"`
+sync -f -- "$1" 2>/dev/null || sync
+mv -T -- "$1" "$2"
+sync -- "$(dirname -- "$2")" 2>/dev/null || sync`
 
-// Place renames the node's verified temporary directory for final into place with mode.
+// Place renames the node's verified temporary directory for final into place with mode, its
+// contents and the rename durable on the node's disk when Place returns.
 func Place(ctx context.Context, c Conn, final string, mode fs.FileMode) error {
 	_, err := c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", TempDir(final), final, fmt.Sprintf("%04o", tarMode(mode)))
 	if err != nil {
