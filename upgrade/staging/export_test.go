@@ -1,6 +1,9 @@
 package staging
 
-import "context"
+import (
+	"context"
+	"io"
+)
 
 // SumsScript is the node's hashing script, for the tests of its choice of hasher.
 const SumsScript = sumsScript
@@ -11,4 +14,16 @@ func Sums(ctx context.Context, c Conn, dir string, names []string, h string) (ma
 	defer func(old string) { hasher = old }(hasher)
 	hasher = h
 	return sums(ctx, c, dir, names)
+}
+
+// SetTestHooks sets the functions ReadTree calls once an entry is listed and once a file is
+// opened, until the test ends.
+func SetTestHooks(t interface{ Cleanup(func()) }, listed, opened func(name string)) {
+	testHookListed, testHookOpened = listed, opened
+	t.Cleanup(func() { testHookListed, testHookOpened = nil, nil })
+}
+
+// WriteTar writes the whole tree t as the tar stream Send sends.
+func WriteTar(w io.Writer, t *Tree) (int64, error) {
+	return writeTar(w, t, t.Entries, nil)
 }

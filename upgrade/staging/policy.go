@@ -44,16 +44,16 @@ func (p Policy) checkEntry(name string, kind byte, mode fs.FileMode) error {
 		return fmt.Errorf("%s (mode %04o): a staged tree holds none unless [stage] %s lists it", what, tarMode(mode), key)
 	}
 	switch {
-	case mode&fs.ModeSetuid != 0 && !allowed(p.AllowSetuid, name):
-		return refuse("setuid", "allow_setuid")
-	case mode&fs.ModeSetgid != 0 && !allowed(p.AllowSetgid, name):
-		return refuse("setgid", "allow_setgid")
-	case kind != 'l' && mode&0o002 != 0 && !allowed(p.AllowWorldWritable, name):
-		return refuse("world-writable", "allow_world_writable")
 	case (kind == 'c' || kind == 'b') && !allowed(p.AllowDevices, name):
 		return refuse("a device", "allow_devices")
 	case kind == 'p' && !allowed(p.AllowFifos, name):
 		return refuse("a fifo", "allow_fifos")
+	case mode&fs.ModeSetuid != 0 && !allowed(p.AllowSetuid, name):
+		return refuse("setuid", "allow_setuid")
+	case mode&fs.ModeSetgid != 0 && !allowed(p.AllowSetgid, name):
+		return refuse("setgid", "allow_setgid")
+	case (kind == 'f' || kind == 'd') && mode&0o002 != 0 && !allowed(p.AllowWorldWritable, name):
+		return refuse("world-writable", "allow_world_writable")
 	}
 	return nil
 }
