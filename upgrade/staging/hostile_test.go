@@ -426,7 +426,9 @@ func TestReadTreeHostile(t *testing.T) {
 			"usr/lib/app/1.2.0/bin/app: setuid"},
 		{"world-writable directory", func(t *testing.T, tree string) { os.Chmod(filepath.Join(tree, "bin"), 0o777) }, defaultPolicy,
 			"usr/lib/app/1.2.0/bin: world-writable"},
-		{"hard link", func(t *testing.T, tree string) { os.Link(filepath.Join(tree, "bin/app"), filepath.Join(tree, "bin/again")) }, defaultPolicy,
+		{"hard link", func(t *testing.T, tree string) {
+			os.Link(filepath.Join(tree, "bin/app"), filepath.Join(tree, "bin/again"))
+		}, defaultPolicy,
 			"a hard link"},
 		{"hard link to a file outside", func(t *testing.T, tree string) { os.Link(secret, filepath.Join(tree, "bin/secret")) }, defaultPolicy,
 			"usr/lib/app/1.2.0/bin/secret: a hard link"},
