@@ -56,6 +56,12 @@ name = "node1"
 		{"canary not a host", base + "[strategy]\ncanaries = [\"node2; rm -rf /\"]\n", `strategy.canaries: "node2; rm -rf /" is not a host name`},
 		{"canary twice", base + "[strategy]\ncanaries = [\"node1\", \"node1\"]\n", `node1 is named twice`},
 		{"node command without node", base + "[commands]\nnode_verify = \"curl localhost\"\n", `commands.node_verify runs on the master for each node and must name it with {node}`},
+		{"stage typo", base + "[stage]\nallow_suid = [\"usr/sbin/x\"]\n", `unknown key "stage.allow_suid"`},
+		{"stage zero bound", base + "[stage]\nmax_files = 0\n", `stage.max_files 0: must be at least 1`},
+		{"stage negative bytes", base + "[stage]\nmax_bytes = -1\n", `stage.max_bytes -1`},
+		{"stage absolute pattern", base + "[stage]\nallow_setuid = [\"/usr/sbin/x\"]\n", `stage.allow_setuid: "/usr/sbin/x" must be a clean pattern`},
+		{"stage pattern above the tree", base + "[stage]\nallow_devices = [\"../dev/null\"]\n", `stage.allow_devices: "../dev/null"`},
+		{"stage bad pattern", base + "[stage]\nallow_fifos = [\"run/[\"]\n", `stage.allow_fifos: "run/["`},
 		{"drain without undrain", base + "[strategy]\nmode = \"rolling\"\n[commands]\nnode_drain = \"lb drain {node}\"\n", `node_drain and commands.node_undrain go together`},
 	}
 	for _, tt := range tests {
@@ -175,4 +181,29 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStageDefaults checks the bounds every profile gives a staged source and that [stage]
+// overrides them.
+func TestStageDefaults(t *testing.T) {
+	for _, text := range []string{
+		"app = \"demoapp\"\n[cluster]\nmaster = \"node1\"\n[[cluster.node]]\nname = \"node1\"\n[config]\nfile = \"/x\"\n",
+		"profile = \"ganeti\"\n[cluster]\nmaster = \"node1\"\n",
+	} {
+		cfg, err := Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cfg.Stage; s.MaxBytes != 4<<30 || s.MaxFiles != 200_000 || s.MaxDepth != 64 || len(s.AllowSetuid) != 0 {
+			t.Errorf("profile %s: [stage] = %+v, want 4 GiB, 200,000 files, depth 64, nothing allowed", cfg.Profile, s)
+		}
+	}
+	cfg, err := Parse([]byte("app = \"demoapp\"\n[cluster]\nmaster = \"node1\"\n[[cluster.node]]\nname = \"node1\"\n[config]\nfile = \"/x\"\n" +
+		"[stage]\nmax_bytes = 1024\nallow_setuid = [\"usr/sbin/helper\"]\nallow_devices = [\"dev/*\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Stage; s.MaxBytes != 1024 || s.MaxFiles != 200_000 || s.AllowSetuid[0] != "usr/sbin/helper" || s.AllowDevices[0] != "dev/*" {
+		t.Errorf("[stage] = %+v, want max_bytes 1024 and the allow lists, the rest defaults", s)
+	}
 }
