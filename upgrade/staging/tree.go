@@ -4,6 +4,10 @@
 // its final place, sending only the files the node does not already hold, checking every
 // entry on the node against the manifest and only then renaming the directory into place.
 //
+// A source is hostile until checked (Policy): an archive is unpacked beneath a directory the
+// caller made, and a tree is read and sent, by descriptors opened one name at a time without
+// following links (beneath.go), so nothing is ever written, chmodded or read through a link.
+//
 // The copy is a tar stream over one plain command per node (tar on the node extracts it), so
 // it works whether or not the node's sshd has an SFTP subsystem, and costs one session per
 // node whatever the number of files. The package does not import upgrade.
