@@ -37,7 +37,7 @@ type Intent struct {
 // WriteIntent writes in as JSON to path, atomically: a temporary file in the
 // same directory is written and fsynced, renamed over path, and the directory
 // is fsynced. The file has mode 0600; a missing directory is created with mode
-// 0700. in must name its run (RunID) and target version (To); a zero Created
+// 0700, durably (see [MkdirAllDurable]). in must name its run (RunID) and target version (To); a zero Created
 // is set to now.
 func WriteIntent(path string, in Intent) error {
 	if in.RunID == 0 || in.To == "" {
@@ -124,7 +124,7 @@ func RemoveIntent(path string) error {
 // (killed between creating theirs and the rename) are removed first.
 func writeAtomic(path string, data []byte) (err error) {
 	dir, base := filepath.Dir(path), filepath.Base(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := MkdirAllDurable(dir, 0o700); err != nil {
 		return err
 	}
 	removeDeadTemps(dir, base)

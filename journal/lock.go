@@ -48,7 +48,7 @@ type Lock struct {
 // inherit it). A lock file left by a crashed or killed run is therefore
 // simply taken over by the next AcquireLock: there is no stale lock to remove.
 func AcquireLock(path string, h Holder) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := MkdirAllDurable(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("acquire lock %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

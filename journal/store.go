@@ -229,7 +229,7 @@ func (s *Store) waitLimit(ctx context.Context) (time.Duration, error) {
 // another creator is fine: the other journal is used.
 func (s *Store) create(timeout time.Duration) error {
 	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := MkdirAllDurable(dir, 0o700); err != nil {
 		return fmt.Errorf("create journal directory %s: %w", dir, err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(s.path)+".new-*")
@@ -294,20 +294,4 @@ func closeAfterPanic(db *bolt.DB, file *os.File) {
 		_ = unix.Flock(int(file.Fd()), unix.LOCK_UN)
 		_ = file.Close()
 	}
-}
-
-// syncDir fsyncs the directory dir, making a rename or removal in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }

@@ -81,7 +81,7 @@ func openSession(ctx context.Context, cfg *config.Config, m mode, o sessionOptio
 		}
 	}()
 	if m != modeLook {
-		if err := os.MkdirAll(cfg.Paths.StateDir, 0o700); err != nil {
+		if err := journal.MkdirAllDurable(cfg.Paths.StateDir, 0o700); err != nil {
 			return nil, fmt.Errorf("state directory: %w", err)
 		}
 		host, _ := os.Hostname()
