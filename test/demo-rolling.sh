@@ -50,7 +50,9 @@ ctl exec node1 '/usr/sbin/cutover plan --to=1.2.0' || true
 measure() {
 	local label=$1
 	shift
-	ctl exec node1 "rm -f /run/demoapp/load.stop /tmp/load.out; setsid nohup $D load --seconds 600 > /tmp/load.out 2>&1 < /dev/null &"
+	# The client runs from a copy outside the version trees, as a client of the cluster would:
+	# cutover ends every process of another version's tree when it starts a node's daemons.
+	ctl exec node1 "cp $D /usr/local/bin/demoapp-load && rm -f /run/demoapp/load.stop /tmp/load.out; setsid nohup /usr/local/bin/demoapp-load load --seconds 600 > /tmp/load.out 2>&1 < /dev/null &"
 	sleep 1
 	local start end rc=0
 	start=$(date +%s.%N)

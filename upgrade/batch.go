@@ -167,7 +167,7 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	if err := r.daemonsOn(ctx, c, node, false); err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
-	if err := r.Layout.Switch(ctx, c, version); err != nil {
+	if err := r.switchNode(ctx, c, node, version); err != nil {
 		return fmt.Errorf("%s: switch to %s: %w", node, version, err)
 	}
 	if cmds.EnsureDirs != "" {

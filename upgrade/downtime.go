@@ -36,7 +36,9 @@ func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error 
 	})
 }
 
-// daemonsOn runs the daemons' stop or start command on one node and records the window.
+// daemonsOn runs the daemons' stop or start command on one node and records the window. After
+// a stop it reads the node's boot identity; after a start it checks that no daemon of another
+// version runs and that the node did not boot meanwhile (settleDaemons).
 func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) error {
 	command := r.Config.Commands.DaemonsStop
 	if start {
@@ -48,16 +50,14 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 	if !start {
 		r.Remember(factDownPrefix+node, time.Now().UTC().Format(time.RFC3339Nano))
 	}
-	_, err := c.RunShell(ctx, r.expand(command, node))
-	if start && err == nil {
-		r.mu.Lock()
-		if r.up == nil {
-			r.up = map[string]time.Time{}
-		}
-		r.up[node] = time.Now()
-		r.mu.Unlock()
+	if err := r.daemonCommand(ctx, c, node, start); err != nil {
+		return err
 	}
-	return err
+	if !start {
+		r.stoppedAt(node, r.readBoot(c, node))
+		return nil
+	}
+	return r.settleDaemons(ctx, c, node)
 }
 
 // Downtime is the downtime window of a run: the cluster's, from the first stop to the last

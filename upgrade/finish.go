@@ -15,6 +15,11 @@ func (finish) Name() string { return "finish" }
 func (finish) Where() Where { return OnMaster }
 
 func (finish) Run(ctx context.Context, r *Run) error {
+	// No daemon of another version may run anywhere when the run ends done: the nodes' init
+	// may have started one since the start stage looked.
+	if err := r.checkDaemons(ctx, r.settled()); err != nil {
+		return fmt.Errorf("daemons: %w; the intent is kept", err)
+	}
 	if cmd := r.Config.Commands.Verify; cmd != "" {
 		if _, err := r.OnMaster(ctx, cmd); err != nil {
 			return fmt.Errorf("verify: %w; the intent is kept", err)

@@ -3,8 +3,6 @@ package upgrade
 import (
 	"context"
 	"time"
-
-	"github.com/cutover/cutover/nodes"
 )
 
 // renewPause keeps the reconciler paused while the run holds the pause it took. A pause may
@@ -32,7 +30,14 @@ func (rn *Runner) renewPause(ctx context.Context, r *Run, next Stage) {
 	if !rn.renewed.IsZero() && time.Since(rn.renewed) < every {
 		return
 	}
-	if err := r.Command(ctx, []nodes.Node{r.MasterNode()}, false, r.Config.Commands.ReconcilerPause); err != nil {
+	// The renewal is not the stage's work: its result is not the stage's result on the
+	// master, and its failure (the master's daemons not answering yet after a reboot) never
+	// costs the master the stage itself.
+	c, err := r.Conn(ctx, r.Inventory.Master)
+	if err == nil {
+		_, err = c.RunShell(ctx, r.expand(r.Config.Commands.ReconcilerPause, r.Inventory.Master))
+	}
+	if err != nil {
 		r.Warn("renewing the reconciler's pause: %v", err)
 	}
 	rn.renewed = time.Now()

@@ -91,6 +91,12 @@ type Run struct {
 	pastPONR bool
 	// up is when each node's daemons last started in this execution.
 	up map[string]time.Time
+	// boots is each node's boot identity when this execution last stopped its daemons.
+	boots map[string]string
+	// switched is the version this execution last pointed each node's links at.
+	switched map[string]string
+	// behind are the nodes a rolling run left behind within its failure budget.
+	behind map[string]bool
 }
 
 // markStarted notes that stage started in this execution.
@@ -526,6 +532,13 @@ func (c *loggedConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode)
 
 func (c *loggedConn) MkdirAll(name string, perm fs.FileMode) error {
 	return c.wrote("mkdir "+name, c.Conn.MkdirAll(name, perm))
+}
+
+// probe runs argv like RunInput and logs it, but is no crash point: it changes nothing.
+func (c *loggedConn) probe(ctx context.Context, argv ...string) (nodes.Result, error) {
+	res, err := c.Conn.RunInput(ctx, strings.NewReader(""), argv...)
+	c.log.Command(c.node, nodes.QuoteArgs(argv), res, err)
+	return res, onNode(c.node, err)
 }
 
 func (c *loggedConn) wrote(what string, err error) error {

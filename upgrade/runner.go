@@ -262,6 +262,12 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			// A batch failed within the failure budget: the run goes on.
 			r.mu.Lock()
 			r.tolerated = append(r.tolerated, fmt.Sprintf("%s (%s)", st.Name(), joinNames(tol.nodes)))
+			if r.behind == nil {
+				r.behind = map[string]bool{}
+			}
+			for _, n := range tol.nodes {
+				r.behind[n] = true
+			}
 			r.mu.Unlock()
 			continue
 		}

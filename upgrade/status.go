@@ -72,6 +72,8 @@ type NodeStatus struct {
 	Installed []string
 	// Error says what could not be read on the node.
 	Error string
+
+	booted bool // the node booted since the pending run stopped its daemons
 }
 
 // VerifyStatus is the outcome of the application's verify command on the master.
@@ -109,6 +111,11 @@ type PendingRun struct {
 	Error string
 	// Batches are a rolling run's batches and how far each got; nil for an all-at-once run.
 	Batches []BatchStatus
+	// Rebooted are the nodes that booted since the run first stopped their daemons: a
+	// resumed run stops them again and redoes their steps.
+	Rebooted []string
+
+	boots map[string]string // each node's boot identity when the run first stopped it
 }
 
 // BatchStatus is one batch of a pending rolling run.
@@ -173,8 +180,19 @@ func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*Statu
 	if st.Version, err = liveVersion(ctx, r); err != nil {
 		st.VersionError = strings.TrimPrefix(err.Error(), r.Inventory.Master+": ")
 	}
-	st.Nodes = nodeStatuses(ctx, r)
+	var boots map[string]string
+	if st.Pending != nil {
+		boots = st.Pending.boots
+	}
+	st.Nodes = nodeStatuses(ctx, r, boots)
 	st.Verify = <-verifyDone
+	if st.Pending != nil {
+		for _, n := range st.Nodes {
+			if n.booted {
+				st.Pending.Rebooted = append(st.Pending.Rebooted, n.Name)
+			}
+		}
+	}
 
 	if st.Version != "" && st.Pending == nil {
 		if dir, err := r.Layout.VersionDir(st.Version); err == nil {
@@ -238,14 +256,23 @@ func (st *StatusReport) readJournal(ctx context.Context, cfg *config.Config) {
 			st.Pending.Stage, st.Pending.State, st.Pending.At = ev.Stage, string(ev.State), ev.At
 		}
 		st.Pending.PastPONR = jr.PastPONR && jr.Travel == journal.Forward
+		for k, v := range jr.Facts {
+			if node, ok := strings.CutPrefix(k, factBootPrefix); ok && v != "" {
+				if st.Pending.boots == nil {
+					st.Pending.boots = map[string]string{}
+				}
+				st.Pending.boots[node] = v
+			}
+		}
 		st.Pending.Batches = batchStatuses(jr)
 		return
 	}
 	st.Pending.Error = fmt.Sprintf("the intent names run %d, which is not in the journal %s", st.Pending.Run, JournalPath(cfg))
 }
 
-// nodeStatuses reads every node, offline ones included, in parallel.
-func nodeStatuses(ctx context.Context, r *Run) []NodeStatus {
+// nodeStatuses reads every node, offline ones included, in parallel. boots are the boot
+// identities a pending run recorded when it stopped the nodes' daemons.
+func nodeStatuses(ctx context.Context, r *Run, boots map[string]string) []NodeStatus {
 	all := r.Inventory.Nodes
 	out := make([]NodeStatus, len(all))
 	index := make(map[string]int, len(all))
@@ -254,7 +281,16 @@ func nodeStatuses(ctx context.Context, r *Run) []NodeStatus {
 		index[n.Name] = i
 	}
 	_, _ = nodes.Each(ctx, all, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
-		readNode(ctx, r, &out[index[n.Name]])
+		ns := &out[index[n.Name]]
+		readNode(ctx, r, ns)
+		if was, ok := boots[n.Name]; ok && ns.Reachable {
+			if c, err := r.dial.Conn(ctx, n.Name); err == nil {
+				if data, err := c.ReadFile(bootIDPath); err == nil {
+					now := strings.TrimSpace(string(data))
+					ns.booted = now != "" && now != was
+				}
+			}
+		}
 		return nil
 	})
 	return out

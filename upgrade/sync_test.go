@@ -43,6 +43,16 @@ func (c *dirConn) MkdirAll(name string, perm fs.FileMode) error {
 	return os.MkdirAll(c.at(name), perm)
 }
 
+// SyncDir fsyncs the directory name.
+func (c *dirConn) SyncDir(name string) error {
+	d, err := os.Open(c.at(name))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
 func (c *dirConn) ReadDir(name string) ([]fs.FileInfo, error) {
 	entries, err := os.ReadDir(c.at(name))
 	if err != nil {
@@ -70,8 +80,12 @@ func (c *dirConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) er
 	return os.Rename(tmp, c.at(name))
 }
 
-// RunInput runs argv as RunShell runs a script; the fake nodes read no input.
+// RunInput runs argv as RunShell runs a script; the fake nodes read no input. The check for
+// daemons of another version finds none: the fake nodes run no processes.
 func (c *dirConn) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
+	if len(argv) > 2 && argv[2] == wrongVersionScript {
+		return nodes.Result{Node: c.node, Stdout: []byte("\n")}, nil
+	}
 	return c.RunShell(ctx, nodes.QuoteArgs(argv))
 }
 

@@ -13,9 +13,17 @@ func (syncVerify) Name() string { return "verify" }
 
 func (syncVerify) Where() Where { return OnMaster }
 
-func (syncVerify) Skip(r *Run) bool { return r.Config.Commands.Verify == "" }
+func (syncVerify) Skip(r *Run) bool {
+	return r.Config.Commands.Verify == "" && r.Config.Commands.DaemonsStart == ""
+}
 
 func (syncVerify) Run(ctx context.Context, r *Run) error {
+	if err := r.checkDaemons(ctx, r.Online); err != nil {
+		return fmt.Errorf("daemons: %w", err)
+	}
+	if r.Config.Commands.Verify == "" {
+		return nil
+	}
 	if _, err := r.OnMaster(ctx, r.Config.Commands.Verify); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

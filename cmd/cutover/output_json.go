@@ -285,6 +285,8 @@ type statusPendingDoc struct {
 	At        string `json:"at,omitempty"`
 	PastPONR  bool   `json:"past_ponr"`
 	Error     string `json:"error,omitempty"`
+	// Rebooted are the nodes that booted since the run stopped their daemons.
+	Rebooted []string `json:"rebooted,omitempty"`
 	// Batches are a rolling run's batches.
 	Batches []statusBatchDoc `json:"batches,omitempty"`
 }
@@ -366,7 +368,7 @@ func (o *jsonOutput) status(st *upgrade.StatusReport) error {
 		d.Pending = &statusPendingDoc{
 			Run: p.Run, From: p.From, To: p.To, Direction: p.Direction, Created: docTime(p.Created), Host: p.Host, PID: p.PID,
 			Outcome: p.Outcome, Stage: p.Stage, State: p.State, At: docTime(p.At), PastPONR: p.PastPONR, Error: p.Error,
-			Batches: batchDocs(p.Batches),
+			Rebooted: p.Rebooted, Batches: batchDocs(p.Batches),
 		}
 	}
 	if h := st.Lock; h != nil {

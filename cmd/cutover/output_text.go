@@ -340,6 +340,9 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 		if p.Error != "" {
 			fmt.Fprintf(w, "  journal: %s\n", textOneLine(p.Error))
 		}
+		if len(p.Rebooted) > 0 {
+			fmt.Fprintf(w, "  rebooted during the run: %s (the run stops their daemons again and redoes their steps)\n", strings.Join(p.Rebooted, ", "))
+		}
 		printRollingStatus(w, p.Batches)
 	} else {
 		fmt.Fprint(w, "pending: none")

@@ -37,7 +37,11 @@ type loadClient struct{ c *cluster.Cluster }
 
 func startLoad(t *testing.T, c *cluster.Cluster) loadClient {
 	t.Helper()
-	must(t, c, c.Master, "rm -f /run/demoapp/load.stop /tmp/load.out; setsid nohup "+demoapp+" load --seconds 600 > /tmp/load.out 2>&1 < /dev/null &")
+	// The client runs from a copy outside the version trees, as a client of the cluster
+	// would: cutover ends every process of a version tree other than the live one when it
+	// starts a node's daemons, and the master's turn comes while the client runs.
+	must(t, c, c.Master, "cp "+demoapp+" /usr/local/bin/demoapp-load && rm -f /run/demoapp/load.stop /tmp/load.out; "+
+		"setsid nohup /usr/local/bin/demoapp-load load --seconds 600 > /tmp/load.out 2>&1 < /dev/null &")
 	// Let it send a few requests before the run starts.
 	time.Sleep(time.Second)
 	return loadClient{c}

@@ -37,6 +37,16 @@ func TestGaneti(t *testing.T) {
 		cutAfterPONR(t, c, "3.1", "node3")
 		c.checkAt(t, "3.1")
 	})
+	// The master restarted once more while its boot starts the daemons of the version its
+	// links named (3.1: the downgrade is held before its switch, past its point of no
+	// return): the second boot's resume must still end with every daemon on 3.0.
+	t.Run("reboot twice while the old daemons start", func(t *testing.T) {
+		if c.version(t) != "3.1" {
+			t.Fatalf("the cluster is at %s, want 3.1: a scenario before failed", c.version(t))
+		}
+		rebootTwice(t, c, "3.0", "switch")
+		c.checkAt(t, "3.0")
+	})
 }
 
 // version is the minor the master's links point at.

@@ -15,11 +15,34 @@ const rebootWait = 12 * time.Minute
 // cron's own PATH) to finish the run: it must converge on to with no human.
 func rebootDuring(t testing.TB, c *cluster, to, stage string) {
 	t.Helper()
+	rebootAt(t, c, to, stage, false)
+}
+
+// rebootTwice is rebootDuring with a second hard restart of the master right after the
+// first, while its boot starts the daemons of the version the links named then, and while
+// the @reboot resume the first boot started runs.
+func rebootTwice(t testing.TB, c *cluster, to, stage string) {
+	t.Helper()
+	rebootAt(t, c, to, stage, true)
+}
+
+func rebootAt(t testing.TB, c *cluster, to, stage string, twice bool) {
+	t.Helper()
 	runs := strings.Count(strings.TrimSpace(c.must(t, master, "/usr/sbin/cutover journal")), "\n")
 	c.must(t, master, "rm -rf /tmp/hold && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/"+stage+" && : >/var/log/cutover-resume.log")
 	c.must(t, master, "CUTOVER_HOLD_DIR=/tmp/hold setsid /usr/sbin/cutover upgrade --to="+to+" --yes >/tmp/upgrade.log 2>&1 </dev/null &")
 	c.waitFor(t, "test -e /tmp/hold/reached/"+stage, 20*time.Minute)
+	booted := strings.Count(c.must(t, master, "cat /var/log/boot.log 2>/dev/null || true"), " booted\n")
 	c.reboot(t, master)
+	if twice {
+		// The boot script starts noded first and the master daemons last, waiting for the
+		// nodes' votes: the second restart lands while it starts them.
+		c.waitFor(t, "pgrep -f ganeti-noded >/dev/null || pgrep -x ganeti-confd >/dev/null", 2*time.Minute)
+		if n := strings.Count(c.must(t, master, "cat /var/log/boot.log"), " booted\n"); n > booted {
+			t.Logf("the first boot had started every daemon before the second restart")
+		}
+		c.reboot(t, master)
+	}
 	start := time.Now()
 	want := strconv.Itoa(runs + 1)
 	for {

@@ -1,0 +1,239 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+)
+
+// No daemon runs on the wrong version, checked, not assumed. A node's init system may start
+// the daemons while a run goes on (the node rebooted, or lost power, between the stop and the
+// start), and a start command that finds a daemon running leaves it alone: the daemon then
+// runs the version the node booted with, under the new links and the new config. So whenever
+// cutover starts a node's daemons it then looks at the node's processes: every process whose
+// executable lies in one of the application's version trees (<libdir>/<app>/*) other than the
+// one the node's lib link names is a daemon of the wrong version. The node's daemons are then
+// stopped, what still runs of the wrong version is killed, and they are started again; a node
+// where one still runs after that is a failed node. The same check runs on every node before
+// a run may end done. Each node's boot identity is read when its daemons stop: a node that
+// booted since is stopped again, its links switched again to what the run switched them to,
+// its ensure-dirs run again, before its daemons start.
+
+// bootIDPath holds the kernel's identity of the current boot.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// factBootPrefix keys the journal's fact of each node's boot identity when the run first
+// stopped its daemons: `cutover status` names the nodes that booted since.
+const factBootPrefix = "boot."
+
+// wrongVersionScript prints the node's boot identity on its first line, then "PID EXE" for
+// every process whose executable lies under $1 (the application's lib base) but not under
+// the tree the link $2 names. It changes nothing.
+const wrongVersionScript = `root=$1; live=$(readlink -- "$2") || live=
+cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo
+find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
+	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/} $e";; esac
+done`
+
+// killWrongScript ends every process whose executable lies under $1 but not under the tree the
+// link $2 names: SIGTERM, then SIGKILL to what is left after ten seconds. It exits 1 when
+// one still runs.
+const killWrongScript = `root=$1; live=$(readlink -- "$2") || live=
+wrong() { find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
+	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/}";; esac
+done; }
+p=$(wrong); [ -z "$p" ] && exit 0
+kill -TERM $p 2>/dev/null
+i=0; while [ $i -lt 20 ]; do sleep 0.5; p=$(wrong); [ -z "$p" ] && exit 0; i=$((i + 1)); done
+kill -KILL $p 2>/dev/null; sleep 0.5; p=$(wrong); [ -z "$p" ] && exit 0
+echo "still running: $p" >&2; exit 1`
+
+// nodeProcesses is what wrongVersionScript found on a node.
+type nodeProcesses struct {
+	boot  string   // the node's boot identity; "" when it could not be read
+	wrong []string // "PID EXE" of every process of another version tree
+}
+
+// inspectProcesses runs wrongVersionScript on node. It is a probe: it changes nothing, so it
+// is logged but is no crash point.
+func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodeProcesses, error) {
+	lib, _ := r.Layout.Bases()
+	argv := []string{"sh", "-c", wrongVersionScript, "cutover-check", lib, r.Layout.LibLink()}
+	var res nodes.Result
+	var err error
+	if lc, ok := c.(*loggedConn); ok {
+		res, err = lc.probe(ctx, argv...)
+	} else {
+		res, err = c.RunInput(ctx, strings.NewReader(""), argv...)
+	}
+	if err != nil {
+		return nodeProcesses{}, fmt.Errorf("%s: looking for daemons of another version: %w", node, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(res.Stdout), "\n"), "\n")
+	p := nodeProcesses{boot: strings.TrimSpace(lines[0])}
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			p.wrong = append(p.wrong, l)
+		}
+	}
+	return p, nil
+}
+
+// readBoot reads node's boot identity; "" when it cannot be read (a node without Linux's
+// /proc), which leaves the node's reboots unnoticed but still checked by its processes.
+func (r *Run) readBoot(c Conn, node string) string {
+	data, err := c.ReadFile(bootIDPath)
+	if err != nil {
+		r.log.Printf("%s: boot identity: %v", node, err)
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// stoppedAt records the boot identity node had when its daemons were stopped; the first one
+// of the run is journaled (as the stage ends) for `cutover status`.
+func (r *Run) stoppedAt(node, boot string) {
+	if boot != "" {
+		r.Remember(factBootPrefix+node, boot)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.boots == nil {
+		r.boots = map[string]string{}
+	}
+	r.boots[node] = boot
+}
+
+// rebooted reports whether node booted since its daemons were stopped in this execution.
+func (r *Run) rebooted(node, boot string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.boots[node]
+	return was != "" && boot != "" && was != boot
+}
+
+// switchedTo records that this execution pointed node's links at version.
+func (r *Run) switchedTo(node, version string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.switched == nil {
+		r.switched = map[string]string{}
+	}
+	r.switched[node] = version
+}
+
+// switchNode points node's links at version and remembers it, so that a reboot of the node
+// before its daemons start has its switch redone.
+func (r *Run) switchNode(ctx context.Context, c Conn, node, version string) error {
+	if err := r.Layout.Switch(ctx, c, version); err != nil {
+		return err
+	}
+	r.switchedTo(node, version)
+	return nil
+}
+
+// settleDaemons runs after node's daemons were started: when the node rebooted since they were
+// stopped, or a process of another version tree runs, it stops the daemons, redoes the
+// node's switch and ensure-dirs after a reboot, kills what still runs of another version,
+// and starts the daemons again, once. A node where a process of another version still runs
+// after that fails.
+func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
+	p, err := r.inspectProcesses(ctx, c, node)
+	if err != nil {
+		return err
+	}
+	boot := r.rebooted(node, p.boot)
+	if !boot && len(p.wrong) == 0 {
+		return nil
+	}
+	if boot {
+		r.Warn("%s: the node booted since its daemons were stopped: stopping them again and redoing its steps", node)
+	} else {
+		r.Warn("%s: daemons of another version run (%s): stopping and starting them again", node, strings.Join(p.wrong, ", "))
+	}
+	if err := r.daemonCommand(ctx, c, node, false); err != nil {
+		return err
+	}
+	r.stoppedAt(node, p.boot)
+	if boot {
+		r.mu.Lock()
+		version, ok := r.switched[node]
+		r.mu.Unlock()
+		if ok {
+			if err := r.Layout.Switch(ctx, c, version); err != nil {
+				return onNode(node, fmt.Errorf("switch to %s again after a reboot: %w", version, err))
+			}
+		}
+		if cmd := r.Config.Commands.EnsureDirs; cmd != "" {
+			if _, err := c.RunShell(ctx, r.expand(cmd, node)); err != nil {
+				return onNode(node, fmt.Errorf("ensure-dirs again after a reboot: %w", err))
+			}
+		}
+	}
+	lib, _ := r.Layout.Bases()
+	kill := "set -- " + nodes.QuoteArgs([]string{lib, r.Layout.LibLink()}) + "\n" + killWrongScript
+	if _, err := c.RunShell(ctx, kill); err != nil {
+		return onNode(node, fmt.Errorf("ending the daemons of another version: %w", err))
+	}
+	if err := r.daemonCommand(ctx, c, node, true); err != nil {
+		return err
+	}
+	after, err := r.inspectProcesses(ctx, c, node)
+	if err != nil {
+		return err
+	}
+	if len(after.wrong) > 0 {
+		return onNode(node, fmt.Errorf("daemons of another version still run after a stop and a start: %s", strings.Join(after.wrong, ", ")))
+	}
+	return nil
+}
+
+// daemonCommand runs the daemons' stop or start command on node without the checks of
+// daemonsOn.
+func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool) error {
+	command := r.Config.Commands.DaemonsStop
+	if start {
+		command = r.Config.Commands.DaemonsStart
+	}
+	if command == "" {
+		return nil
+	}
+	_, err := c.RunShell(ctx, r.expand(command, node))
+	if start && err == nil {
+		r.mu.Lock()
+		if r.up == nil {
+			r.up = map[string]time.Time{}
+		}
+		r.up[node] = time.Now()
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// checkDaemons runs settleDaemons on every node of list: the last check before a run may end
+// done.
+func (r *Run) checkDaemons(ctx context.Context, list []nodes.Node) error {
+	if r.Config.Commands.DaemonsStart == "" {
+		return nil
+	}
+	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		return r.settleDaemons(ctx, c, n.Name)
+	})
+}
+
+// settled are the online nodes the run does not leave behind: the ones that must run the
+// target's daemons when the run ends.
+func (r *Run) settled() []nodes.Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []nodes.Node
+	for _, n := range r.Online {
+		if !r.behind[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
