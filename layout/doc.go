@@ -26,7 +26,9 @@
 //
 // [Layout.Switch] points both links at another installed version. Each link is replaced
 // atomically (a temporary symlink renamed over it) and read back; a node is either switched
-// or left as it was. See its documentation for the exact steps.
+// or left as it was. See its documentation for the exact steps. The [FS] syncs every
+// directory it changes as part of each operation, so a switch that returned survives a power
+// cut of the node.
 //
 // # Nodes and roots
 //

@@ -29,8 +29,14 @@ const tempMarker = ".cutover-"
 //     the link names the old tree or the new one, never nothing), then read the link back and
 //     fail unless it names the tree. On any error the temporary link is removed.
 //  5. If a link fails, put back the links this call already replaced, including the failed
-//     one if it was renamed before its read-back failed: to the old target the same way, or
-//     removed if it was missing. So the node is not left with its links on two versions.
+//     one if it was renamed before its rename or read-back reported the failure: to the old
+//     target the same way, or removed if it was missing. So the node is not left with its
+//     links on two versions.
+//
+// Every change is durable when Switch returns: the FS syncs the links' directory as part of
+// each symlink, rename and removal. When both links were already in place, Switch syncs their
+// directory itself, since an earlier Switch may have renamed them there and been killed before
+// the sync.
 //
 // Targets are written as root-less absolute paths (/usr/lib/<app>/<VERSIONDIR>). ctx is
 // checked until step 4 begins; from then on Switch finishes (or puts back) both links, so a
@@ -71,12 +77,14 @@ func (l *Layout) doSwitch(ctx context.Context, fsys FS, version string) error {
 	if err := l.removeStaleTemps(fsys); err != nil {
 		return err
 	}
+	replaced := false
 	for i, lk := range links {
 		if old[i] == targets[i] {
 			continue
 		}
 		renamed, err := l.replaceLink(fsys, lk.path, targets[i])
 		if err == nil {
+			replaced = true
 			continue
 		}
 		errs := []error{err}
@@ -89,6 +97,12 @@ func (l *Layout) doSwitch(ctx context.Context, fsys FS, version string) error {
 			errs = append(errs, l.restore(fsys, lk.path, old[i]))
 		}
 		return errors.Join(errs...)
+	}
+	if !replaced {
+		dir := path.Dir(l.LibLink())
+		if err := fsys.SyncDir(l.at(dir)); err != nil {
+			return fmt.Errorf("sync %s: %w", dir, err)
+		}
 	}
 	return nil
 }
@@ -115,7 +129,8 @@ func (l *Layout) currentTarget(fsys FS, p string) (string, error) {
 }
 
 // replaceLink atomically makes the link at p point to target and reads it back. renamed
-// reports whether the link itself was replaced, even if reading it back then failed.
+// reports whether the link itself was replaced, even if the rename then reported a failure
+// (its directory could not be synced, or the answer was lost) or reading it back failed.
 //
 // A temporary link that vanished before the rename was taken for a leftover and removed by
 // another switch of the same directory (a shared file system); the step is then retried with
@@ -135,14 +150,23 @@ func (l *Layout) replaceLink(fsys FS, p, target string) (renamed bool, err error
 				continue
 			}
 		}
-		return false, errors.Join(fmt.Errorf("rename %s to %s: %w", tmp, p, err), l.removeTemp(fsys, tmp))
+		renamed, _ := l.pointsTo(fsys, p, target)
+		return renamed, errors.Join(fmt.Errorf("rename %s to %s: %w", tmp, p, err), l.removeTemp(fsys, tmp))
 	}
-	got, err := fsys.Readlink(l.at(p))
-	if err != nil {
+	if _, err := l.pointsTo(fsys, p, target); err != nil {
 		return true, fmt.Errorf("read back %s: %w", p, err)
 	}
+	return true, nil
+}
+
+// pointsTo reports whether the link at p points to target; err says why not.
+func (l *Layout) pointsTo(fsys FS, p, target string) (bool, error) {
+	got, err := fsys.Readlink(l.at(p))
+	if err != nil {
+		return false, err
+	}
 	if got != target {
-		return true, fmt.Errorf("read back %s: points to %q, want %q", p, got, target)
+		return false, fmt.Errorf("points to %q, want %q", got, target)
 	}
 	return true, nil
 }

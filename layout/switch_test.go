@@ -13,6 +13,7 @@ import (
 type faultFS struct {
 	OSFS
 	failRename  string // a Rename onto a path ending in this fails
+	lateRename  string // a Rename onto a path ending in this happens, then reports failure (as a failed directory sync)
 	failSymlink bool   // Symlink creates the link, then reports failure (as a lost SFTP reply)
 	lie         string // Readlink of a path ending in this, once renamed onto, names a wrong target
 	renamed     map[string]bool
@@ -41,7 +42,13 @@ func (f *faultFS) Rename(oldname, newname string) error {
 		f.renamed = map[string]bool{}
 	}
 	f.renamed[newname] = true
-	return f.OSFS.Rename(oldname, newname)
+	if err := f.OSFS.Rename(oldname, newname); err != nil {
+		return err
+	}
+	if f.lateRename != "" && strings.HasSuffix(newname, f.lateRename) {
+		return errInjected
+	}
+	return nil
 }
 
 func (f *faultFS) Remove(name string) error {
@@ -188,6 +195,12 @@ func TestSwitchFailures(t *testing.T) {
 			wantLib: "/usr/lib/app/1.0", wantShare: "/usr/share/app/1.0"},
 		{name: "share rename fails, new lib removed", tree: with(installed[:6], "d etc/app"), fsys: &faultFS{failRename: "/etc/app/share"},
 			wantMsg: []string{"to /etc/app/share: injected failure"}},
+		{name: "lib renamed but not synced, put back", tree: installed, fsys: &faultFS{lateRename: "/etc/app/lib"},
+			wantMsg: []string{"to /etc/app/lib: injected failure", "put /etc/app/lib back"},
+			wantLib: "/usr/lib/app/1.0", wantShare: "/usr/share/app/1.0"},
+		{name: "share renamed but not synced, both put back", tree: installed, fsys: &faultFS{lateRename: "/etc/app/share"},
+			wantMsg: []string{"to /etc/app/share: injected failure", "put /etc/app/share back"},
+			wantLib: "/usr/lib/app/1.0", wantShare: "/usr/share/app/1.0"},
 		{name: "symlink reply lost", tree: installed, fsys: &faultFS{failSymlink: true},
 			wantMsg: []string{"create /etc/app/.lib.cutover-", "injected failure"},
 			wantLib: "/usr/lib/app/1.0", wantShare: "/usr/share/app/1.0"},

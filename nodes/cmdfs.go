@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ import (
 // operation is one command with the connection's file timeout; a file is
 // written through standard input into a 0700 temporary directory beside it,
 // checked against its SHA-256 on the node, and only then renamed into
-// place, so a write cut off anywhere leaves the old file.
+// place, so a write cut off anywhere leaves the old file. The operations that
+// change a directory sync it with the sync command before they return.
 type cmdFS struct{ c *sshClient }
 
 // maxCmdRead bounds what ReadFile reads without SFTP.
@@ -125,19 +127,46 @@ func (f cmdFS) Readlink(name string) (string, error) {
 	return strings.TrimSuffix(string(out), "\n"), nil
 }
 
+// Symlink creates newname and syncs its directory.
 func (f cmdFS) Symlink(oldname, newname string) error {
-	_, err := f.run("ln", "-s", "-T", "--", oldname, newname)
-	return f.linkErr("symlink", oldname, newname, err)
+	if _, err := f.run("ln", "-s", "-T", "--", oldname, newname); err != nil {
+		return f.linkErr("symlink", oldname, newname, err)
+	}
+	return f.linkErr("symlink", oldname, newname, f.syncDirs(parentDir(newname)))
 }
 
+// Rename renames oldname to newname and syncs the directories it changed.
 func (f cmdFS) Rename(oldname, newname string) error {
-	_, err := f.run("mv", "-f", "-T", "--", oldname, newname)
-	return f.linkErr("rename", oldname, newname, err)
+	if _, err := f.run("mv", "-f", "-T", "--", oldname, newname); err != nil {
+		return f.linkErr("rename", oldname, newname, err)
+	}
+	return f.linkErr("rename", oldname, newname, f.syncDirs(renamedDirs(oldname, newname)...))
 }
 
+// Remove removes name and syncs its directory.
 func (f cmdFS) Remove(name string) error {
-	_, err := f.run("rm", "-d", "--", name)
-	return f.pathErr("remove", name, err)
+	if _, err := f.run("rm", "-d", "--", name); err != nil {
+		return f.pathErr("remove", name, err)
+	}
+	return f.pathErr("remove", name, f.syncDirs(parentDir(name)))
+}
+
+// SyncDir fsyncs the directory name.
+func (f cmdFS) SyncDir(name string) error { return f.syncDirs(name) }
+
+// syncCommand fsyncs the files and directories named after it: GNU sync
+// given operands fsyncs each of them (it opens a directory read-only). It is
+// a variable so that tests can watch it run, and make it fail.
+var syncCommand = []string{"sync", "--"}
+
+// syncDirs fsyncs dirs with one sync command; the error is an
+// *fs.PathError whose Op is "sync directory" and whose Path names dirs.
+func (f cmdFS) syncDirs(dirs ...string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	_, err := f.run(append(slices.Clone(syncCommand), dirs...)...)
+	return f.pathErr("sync directory", strings.Join(dirs, " "), err)
 }
 
 func (f cmdFS) Chmod(name string, perm fs.FileMode) error {
@@ -171,19 +200,33 @@ func (f cmdFS) ReadFile(name string) ([]byte, error) {
 	return out, f.pathErr("read", name, err)
 }
 
-// mkdirScript creates $1 and its missing parents with mode $2.
+// mkdirScript creates $1 and its missing parents with mode $2, printing each
+// directory it created, parents first, NUL-terminated.
 const mkdirScript = `mk() {
 	[ -z "$1" ] && return 0
 	[ -d "$1" ] && return 0
 	if [ -e "$1" ] || [ -L "$1" ]; then echo "$1: Not a directory" >&2; return 1; fi
 	mk "${1%/*}" "$2" || return 1
-	mkdir -m "$2" -- "$1" 2>/dev/null || [ -d "$1" ] || mkdir -m "$2" -- "$1"
+	mkdir -m "$2" -- "$1" 2>/dev/null && { printf '%s\0' "$1"; return 0; }
+	[ -d "$1" ] && return 0
+	mkdir -m "$2" -- "$1" && printf '%s\0' "$1"
 }
 mk "$1" "$2"`
 
+// MkdirAll creates name and its missing parents with mode perm, then syncs
+// every directory it created and the directory holding each.
 func (f cmdFS) MkdirAll(name string, perm fs.FileMode) error {
-	_, err := f.run("sh", "-c", mkdirScript, "cutover-mkdir", path.Clean(name), fmt.Sprintf("%04o", perm.Perm()))
-	return f.pathErr("mkdir", name, err)
+	out, err := f.run("sh", "-c", mkdirScript, "cutover-mkdir", path.Clean(name), fmt.Sprintf("%04o", perm.Perm()))
+	if err != nil {
+		return f.pathErr("mkdir", name, err)
+	}
+	var created []string
+	for _, d := range strings.Split(string(out), "\x00") {
+		if d != "" {
+			created = append(created, d)
+		}
+	}
+	return f.pathErr("mkdir", name, f.syncDirs(mkdirSyncs(created)...))
 }
 
 // writeScript writes standard input to $1/$2 through the temporary
@@ -225,7 +268,10 @@ func (f cmdFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%s did not answer within %s", f.c.addr, timeout)
 	}
-	return f.pathErr("write", name, err)
+	if err != nil {
+		return f.pathErr("write", name, err)
+	}
+	return f.pathErr("write", name, f.syncDirs(dir))
 }
 
 // statInfo is a file described by GNU stat.

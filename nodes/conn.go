@@ -14,7 +14,10 @@ import (
 // It is safe for concurrent use. Its file operations take absolute paths and
 // work through the os package locally and through SFTP over the same SSH
 // connection remotely; a missing path gives an error that satisfies
-// errors.Is(err, fs.ErrNotExist).
+// errors.Is(err, fs.ErrNotExist). The file operations that change a
+// directory (Symlink, Rename, Remove, MkdirAll, WriteFileAtomic) sync it
+// before they return, so what they report survives a power cut of the node;
+// when the sync fails, so does the operation, naming the directory.
 type Conn struct {
 	name    string
 	timeout time.Duration // per command
@@ -39,6 +42,7 @@ type fileSystem interface {
 	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	MkdirAll(name string, perm fs.FileMode) error
 	Chmod(name string, perm fs.FileMode) error
+	SyncDir(name string) error
 }
 
 // files returns the file operations of the node: the os package locally,
@@ -248,8 +252,9 @@ func (c *Conn) Readlink(name string) (string, error) {
 	return target, c.fsError(err)
 }
 
-// Symlink creates newname as a symbolic link to oldname. oldname is stored as
-// given and may be relative; newname must not exist.
+// Symlink creates newname as a symbolic link to oldname, then syncs its
+// directory. oldname is stored as given and may be relative; newname must not
+// exist.
 func (c *Conn) Symlink(oldname, newname string) error {
 	if oldname == "" {
 		return fmt.Errorf("%s: symlink %q: empty target", c.name, newname)
@@ -265,7 +270,8 @@ func (c *Conn) Symlink(oldname, newname string) error {
 
 // Rename renames oldname to newname with POSIX semantics: an existing
 // newname (a file or a symbolic link) is replaced atomically. Remotely it
-// uses the posix-rename@openssh.com SFTP extension.
+// uses the posix-rename@openssh.com SFTP extension. It then syncs newname's
+// directory, and oldname's when that is another one.
 func (c *Conn) Rename(oldname, newname string) error {
 	if err := c.checkAbs("rename", oldname, newname); err != nil {
 		return err
@@ -276,7 +282,8 @@ func (c *Conn) Rename(oldname, newname string) error {
 	return c.fsError(c.files().Rename(oldname, newname))
 }
 
-// Remove removes the named file, symbolic link or empty directory.
+// Remove removes the named file, symbolic link or empty directory, then
+// syncs its directory.
 func (c *Conn) Remove(name string) error {
 	if err := c.checkAbs("remove", name); err != nil {
 		return err
@@ -309,9 +316,9 @@ func (c *Conn) ReadFile(name string) ([]byte, error) {
 // WriteFileAtomic replaces the named file with data and mode perm so that a
 // reader sees either the old or the new contents: it writes a temporary file
 // in the same directory, syncs it to disk, sets perm (exactly, whatever the
-// umask), and renames it over name; locally it then syncs the directory. The
-// temporary file is removed when a step fails. The new file belongs to the
-// login user (over SSH) or to this process.
+// umask), renames it over name and syncs the directory. The temporary file
+// is removed when a step before the rename fails. The new file belongs to
+// the login user (over SSH) or to this process.
 func (c *Conn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
 	if err := c.checkAbs("write", name); err != nil {
 		return err
@@ -327,6 +334,8 @@ func (c *Conn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 
 // MkdirAll creates the directory name and any missing parents. Directories it
 // creates get perm (locally less the umask); existing ones are left alone.
+// It syncs every directory it created and the directory holding each, so
+// the new ones are durable up to the existing one they were made in.
 func (c *Conn) MkdirAll(name string, perm fs.FileMode) error {
 	if err := c.checkAbs("mkdir", name); err != nil {
 		return err
@@ -346,4 +355,15 @@ func (c *Conn) Chmod(name string, perm fs.FileMode) error {
 		return err
 	}
 	return c.fsError(c.files().Chmod(name, perm))
+}
+
+// SyncDir fsyncs the named directory, making its entries durable: locally
+// with fsync(2), over SFTP with the fsync@openssh.com extension (or the sync
+// command when the server lacks it), and with the sync command on a node
+// without SFTP. It changes nothing.
+func (c *Conn) SyncDir(name string) error {
+	if err := c.checkAbs("sync directory", name); err != nil {
+		return err
+	}
+	return c.fsError(c.files().SyncDir(name))
 }

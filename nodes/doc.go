@@ -32,6 +32,18 @@
 // symlink over an old one switches it atomically; [Conn.WriteFileAtomic]
 // replaces a file through a synced temporary file.
 //
+// # Durable before reported
+//
+// A file operation that changes a directory (Symlink, Rename, Remove,
+// MkdirAll, WriteFileAtomic) syncs the directories it changed before it
+// returns, so that a power cut of the node after it reported success cannot
+// undo it: locally with fsync(2); over SFTP with the fsync@openssh.com
+// extension on the directory opened read-only, or the sync command over the
+// same SSH connection when the server lacks the extension; and with the sync
+// command where the node has no SFTP. A sync that fails fails the operation,
+// naming the directory, and a node whose storage refuses to sync is a failed
+// node. [Conn.SyncDir] syncs a directory on its own.
+//
 // # SSH
 //
 // Host keys are checked strictly against the known_hosts files of

@@ -2,16 +2,11 @@ package nodes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,108 +208,6 @@ func commandError(node, shown string, code int, stderr []byte, timedOut bool, ti
 		re.code = -1
 	}
 	return re
-}
-
-// localFS implements a node's file operations with the os package.
-type localFS struct{}
-
-func (localFS) Lstat(name string) (fs.FileInfo, error)    { return os.Lstat(name) }
-func (localFS) Stat(name string) (fs.FileInfo, error)     { return os.Stat(name) }
-func (localFS) Readlink(name string) (string, error)      { return os.Readlink(name) }
-func (localFS) Symlink(oldname, newname string) error     { return os.Symlink(oldname, newname) }
-func (localFS) Rename(oldname, newname string) error      { return os.Rename(oldname, newname) }
-func (localFS) Remove(name string) error                  { return os.Remove(name) }
-func (localFS) ReadFile(name string) ([]byte, error)      { return os.ReadFile(name) }
-func (localFS) Chmod(name string, perm fs.FileMode) error { return os.Chmod(name, perm) }
-
-func (localFS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
-
-func (localFS) ReadDir(name string) ([]fs.FileInfo, error) {
-	entries, err := os.ReadDir(name)
-	if err != nil {
-		return nil, err
-	}
-	infos := make([]fs.FileInfo, 0, len(entries))
-	for _, e := range entries {
-		info, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since the directory was read
-		}
-		if err != nil {
-			return nil, err
-		}
-		infos = append(infos, info)
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].Name() < infos[j].Name() })
-	return infos, nil
-}
-
-// WriteFileAtomic writes a temporary file next to name, syncs it, sets perm,
-// renames it over name and syncs the directory. The temporary file's name
-// carries this process's id; those a killed writer left are removed first.
-func (localFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) (err error) {
-	dir, base := filepath.Split(name)
-	removeDeadLocalTemps(dir, base)
-	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*", tempPrefix(base), os.Getpid()))
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, name); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
-
-// removeDeadLocalTemps removes the temporary files a local WriteFileAtomic of
-// base left in dir when its process was killed before the rename: their
-// names carry the writer's process id, and a process that no longer runs
-// will never rename its file. A live writer's file is left alone.
-func removeDeadLocalTemps(dir, base string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), tempPrefix(base))
-		if !ok || !e.Type().IsRegular() {
-			continue
-		}
-		id, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(id)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if syscall.Kill(pid, 0) == syscall.ESRCH {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
 }
 
 // localPath is the PATH of the commands run on the master: the one Debian's sshd gives root,

@@ -111,12 +111,20 @@ func (r remoteFS) Readlink(name string) (target string, err error) {
 	return target, err
 }
 
+// Symlink creates newname and syncs its directory.
 func (r remoteFS) Symlink(oldname, newname string) error {
-	return r.link("symlink", oldname, newname, func(cl *sftp.Client) error { return cl.Symlink(oldname, newname) })
+	if err := r.link("symlink", oldname, newname, func(cl *sftp.Client) error { return cl.Symlink(oldname, newname) }); err != nil {
+		return err
+	}
+	return linkError("symlink", oldname, newname, r.syncDirs(parentDir(newname)))
 }
 
+// Rename renames oldname to newname and syncs the directories it changed.
 func (r remoteFS) Rename(oldname, newname string) error {
-	return r.link("rename", oldname, newname, func(cl *sftp.Client) error { return cl.PosixRename(oldname, newname) })
+	if err := r.link("rename", oldname, newname, func(cl *sftp.Client) error { return cl.PosixRename(oldname, newname) }); err != nil {
+		return err
+	}
+	return linkError("rename", oldname, newname, r.syncDirs(renamedDirs(oldname, newname)...))
 }
 
 // link runs an operation on two paths, reporting an *os.LinkError.
@@ -129,8 +137,59 @@ func (r remoteFS) link(op, oldname, newname string, f func(cl *sftp.Client) erro
 	return err
 }
 
+// Remove removes name and syncs its directory.
 func (r remoteFS) Remove(name string) error {
-	return r.do("remove", name, func(cl *sftp.Client) error { return cl.Remove(name) })
+	if err := r.do("remove", name, func(cl *sftp.Client) error { return cl.Remove(name) }); err != nil {
+		return err
+	}
+	return pathError("remove", name, r.syncDirs(parentDir(name)))
+}
+
+// SyncDir fsyncs the directory name.
+func (r remoteFS) SyncDir(name string) error { return r.syncDirs(name) }
+
+// fsyncExtension is the SFTP extension that fsyncs an open file. It is a
+// variable so that tests can make cutover take a server for one without it.
+var fsyncExtension = "fsync@openssh.com"
+
+// syncDirs fsyncs each of dirs, each with the file timeout: over SFTP when
+// the server has fsyncExtension (OpenSSH's sftp-server opens a directory
+// read-only like a file), otherwise with the sync command over the node's
+// SSH connection. The error is an *fs.PathError whose Op is "sync
+// directory".
+func (r remoteFS) syncDirs(dirs ...string) error {
+	for _, dir := range dirs {
+		can := true
+		err := r.do("sync directory", dir, func(cl *sftp.Client) error {
+			if v, ok := cl.HasExtension(fsyncExtension); !ok || v != "1" {
+				can = false
+				return nil
+			}
+			return fsyncSFTPDir(cl, dir)
+		})
+		if err != nil {
+			return err
+		}
+		if !can {
+			return cmdFS{r.c}.syncDirs(dirs...)
+		}
+	}
+	return nil
+}
+
+// fsyncSFTPDir opens the directory dir read-only over SFTP and fsyncs it
+// (fsync@openssh.com). It is a variable so that tests can see which
+// directories the operations sync, and make a sync fail.
+var fsyncSFTPDir = func(cl *sftp.Client, dir string) error {
+	d, err := cl.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (r remoteFS) Chmod(name string, perm fs.FileMode) error {
@@ -168,7 +227,8 @@ func (r remoteFS) ReadFile(name string) (data []byte, err error) {
 // umask (usually 0644) whatever cutover asks, so the file is created inside
 // a temporary directory beside name that is made 0700 while still empty.
 // The file is synced (fsync@openssh.com), given perm and renamed over name
-// (posix-rename@openssh.com); then the directory goes. Temporary
+// (posix-rename@openssh.com); then the temporary directory goes, and name's
+// directory is synced. Temporary
 // directories that a writer which died left beside name are removed first:
 // those of another process at once, the process's own once they are older
 // than staleTempAge.
@@ -176,7 +236,7 @@ func (r remoteFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) er
 	dir, base := path.Dir(name), path.Base(name)
 	tmpDir := path.Join(dir, tempName(base))
 	tmp := path.Join(tmpDir, base)
-	return r.do("write", name, func(cl *sftp.Client) (err error) {
+	err := r.do("write", name, func(cl *sftp.Client) (err error) {
 		removeStaleTemps(cl, dir, base)
 		if err := cl.Mkdir(tmpDir); err != nil {
 			return fmt.Errorf("mkdir %s: %w", tmpDir, err)
@@ -221,6 +281,10 @@ func (r remoteFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) er
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return pathError("write", name, r.syncDirs(dir))
 }
 
 // staleTempAge is how old a temporary directory of WriteFileAtomic of this
@@ -288,34 +352,45 @@ func removeStaleTemps(cl *sftp.Client, dir, base string) {
 	}
 }
 
-// MkdirAll creates name and its missing parents, each with mode perm.
+// MkdirAll creates name and its missing parents, each with mode perm, then
+// syncs every directory it created and the directory holding each.
 func (r remoteFS) MkdirAll(name string, perm fs.FileMode) error {
-	return r.do("mkdir", name, func(cl *sftp.Client) error { return mkdirAll(cl, path.Clean(name), perm) })
+	var created []string
+	err := r.do("mkdir", name, func(cl *sftp.Client) (err error) {
+		created, err = mkdirAll(cl, path.Clean(name), perm, nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return pathError("mkdir", name, r.syncDirs(mkdirSyncs(created)...))
 }
 
-func mkdirAll(cl *sftp.Client, dir string, perm fs.FileMode) error {
+// mkdirAll creates dir and its missing parents with mode perm, and returns
+// created with the directories it created appended, parents first.
+func mkdirAll(cl *sftp.Client, dir string, perm fs.FileMode, created []string) ([]string, error) {
 	fi, err := cl.Stat(dir)
 	err = sftpCause(err)
 	if err == nil {
 		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
+			return created, fmt.Errorf("%s is not a directory", dir)
 		}
-		return nil
+		return created, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return created, err
 	}
 	if parent := path.Dir(dir); parent != dir {
-		if err := mkdirAll(cl, parent, perm); err != nil {
-			return err
+		if created, err = mkdirAll(cl, parent, perm, created); err != nil {
+			return created, err
 		}
 	}
 	if err := cl.Mkdir(dir); err != nil {
 		// Someone else may have created it meanwhile.
 		if fi, serr := cl.Stat(dir); serr == nil && fi.IsDir() {
-			return nil
+			return created, nil
 		}
-		return fmt.Errorf("%s: %w", dir, err)
+		return created, fmt.Errorf("%s: %w", dir, err)
 	}
-	return cl.Chmod(dir, perm)
+	return append(created, dir), cl.Chmod(dir, perm)
 }
