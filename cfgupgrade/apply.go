@@ -37,8 +37,9 @@ const backupTime = "20060102T150405Z"
 // before that rename the original file is unchanged and no backup is left.
 //
 // Apply is idempotent: a config whose version already is to (a run redone
-// after a crash, a downgrade applied twice) is left alone, and Apply returns
-// a report with no steps and no backup. With opts.DryRun, Apply writes
+// after a crash, a downgrade applied twice) is left alone but synced, file
+// and directory, since the run that wrote it may have died before its sync,
+// and Apply returns a report with no steps and no backup. With opts.DryRun, Apply writes
 // nothing and returns the report with its diff.
 func Apply(spec Spec, from, to string, migs []Migration, opts Options) (Report, string, error) {
 	if err := spec.checkFile(); err != nil {
@@ -71,6 +72,12 @@ func Apply(spec Spec, from, to string, migs []Migration, opts Options) (Report, 
 		return Report{}, "", err
 	}
 	if current == target.String() {
+		if opts.DryRun {
+			return Report{From: current, To: current}, "", nil
+		}
+		if err := syncFile(file); err != nil {
+			return Report{}, "", fmt.Errorf("migrate %s: %w", spec.File, err)
+		}
 		return Report{From: current, To: current}, "", nil
 	}
 	out, rep, err := Migrate(doc, spec, from, to, migs)
@@ -193,18 +200,44 @@ func removeDeadTemps(dir, base string) {
 	}
 }
 
+// syncFile fsyncs the file name, then its directory: what another writer
+// (a migration command, a run that died before its sync) left there is then
+// on stable storage.
+func syncFile(name string) error {
+	if err := fsync(name); err != nil {
+		return fmt.Errorf("sync %s: %w", name, unwrapPath(err))
+	}
+	return syncDir(filepath.Dir(name))
+}
+
 // syncDir makes a rename or a new file in dir durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	if err := fsync(dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, unwrapPath(err))
+	}
+	return nil
+}
+
+// fsync opens the file or directory name read-only and fsyncs it. It is a
+// variable so that tests can see what is synced, and make a sync fail.
+var fsync = func(name string) error {
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
+	return err
+}
+
+// unwrapPath returns the cause of an *fs.PathError, so that the path is not
+// named twice.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
-	return nil
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -150,7 +151,28 @@ func RunExec(ctx context.Context, spec Spec, command string, want string) (Repor
 				spec.File, command, to, minorName(wantMajor, wantMinor)),
 		}
 	}
+	// The command may not have synced what it wrote: the migration is not
+	// done before the config is on stable storage.
+	if err := syncConfig(spec.File); err != nil {
+		return rep, fmt.Errorf("migrate %s: after command %q: %w", spec.File, command, err)
+	}
 	return rep, nil
+}
+
+// syncConfig fsyncs the config file name and its directory; when name is a
+// symbolic link, the file it names, that file's directory and the link's.
+func syncConfig(name string) error {
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", name, err)
+	}
+	if err := syncFile(real); err != nil {
+		return err
+	}
+	if dir := filepath.Dir(name); dir != filepath.Dir(real) {
+		return syncDir(dir)
+	}
+	return nil
 }
 
 // parseWant accepts a full version or a MAJOR.MINOR.
