@@ -152,8 +152,8 @@ func describe(ctx context.Context, dir, app, id string, sc Scope, verify bool) I
 }
 
 // Prune removes the oldest switch archives of app in dir beyond keep, but never the newest
-// one taken from the live version. Archives kept before a restore are not counted and never
-// removed. It returns the removed paths.
+// one taken from the live version, then syncs dir. Archives kept before a restore are not
+// counted and never removed. It returns the removed paths.
 func Prune(dir, app string, keep int, live string) ([]string, error) {
 	ids, err := IDs(dir, app)
 	if err != nil {
@@ -184,6 +184,10 @@ func Prune(dir, app string, keep int, live string) ([]string, error) {
 			continue
 		}
 		removed = append(removed, p)
+	}
+	if len(removed) > 0 {
+		// Once for all the removals: a removed archive must not come back after a power cut.
+		errs = append(errs, syncPath(dir))
 	}
 	return removed, errors.Join(errs...)
 }

@@ -297,26 +297,45 @@ func (p *Plan) Restore(ctx context.Context, r io.Reader, opts Options) (written 
 		written = true
 		after("chmod " + e.Path)
 	}
-	for _, c := range created {
-		if !p.sc.isRoot(c) {
-			touched[dirOf(c)] = true
+	// Durable before done: every directory of the archive (its entries renamed or created,
+	// its owner, mode and time set), each once, deepest first; then the parent of a root
+	// the restore created, which lies outside the scope.
+	for _, e := range entries {
+		if e.Type == TypeDir {
+			touched[e.Path] = true
 		}
 	}
 	dirs := make([]string, 0, len(touched))
 	for d := range touched {
 		dirs = append(dirs, d)
 	}
-	sort.Strings(dirs)
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
 	for _, dir := range dirs {
 		d, err := o.open(dir)
 		if err == nil {
-			err = d.Sync()
+			err = syncDir(dir, d)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("sync %s: %w", dir, err))
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range created {
+		if p.sc.isRoot(c) {
+			errs = append(errs, p.syncOutside(path.Dir(c)))
 		}
 	}
 	return written, errors.Join(errs...)
+}
+
+// syncOutside fsyncs the directory dir, outside the scope (the parent of a root): it is
+// opened by its path, since syncing it reads and writes nothing through it.
+func (p *Plan) syncOutside(dir string) error {
+	d, err := os.Open(p.sc.abs(dir))
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	return syncDir(dir, d)
 }
 
 // tempPrefix starts the names of a restore's temporary files.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cutover/cutover/journal"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,7 +130,7 @@ func Write(ctx context.Context, dir string, sc Scope, m Manifest) (string, Manif
 		err = renameNoReplace(out.Name(), final)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = syncPath(dir)
 	}
 	if err != nil {
 		return "", Manifest{}, fmt.Errorf("backup: write %s: %w", final, err)
@@ -137,9 +138,10 @@ func Write(ctx context.Context, dir string, sc Scope, m Manifest) (string, Manif
 	return final, m, nil
 }
 
-// privateDir makes dir, 0700, or tightens it to 0700 when it exists looser.
+// privateDir makes dir, 0700, durably (with its missing parents, each synced with the
+// directory holding it), or tightens it to 0700 when it exists looser.
 func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := journal.MkdirAllDurable(dir, 0o700); err != nil {
 		return err
 	}
 	info, err := os.Lstat(dir)
@@ -171,14 +173,33 @@ func renameNoReplace(oldpath, newpath string) error {
 	return nil
 }
 
-func syncDir(dir string) error {
+// syncPath fsyncs the directory dir, making a rename, a removal or a new entry in it
+// durable.
+func syncPath(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	defer d.Close()
-	return d.Sync()
+	return syncDir(dir, d)
 }
+
+// syncDir fsyncs the open directory d, known as name (a path of the scope, or of the disk);
+// its error names the directory.
+func syncDir(name string, d *os.File) error {
+	if err := fsyncDir(name, d); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("sync directory %s: %w", name, err)
+	}
+	return nil
+}
+
+// fsyncDir fsyncs the open directory d, known as name. It is a variable so that tests can
+// see which directories are synced, and make a sync fail.
+var fsyncDir = func(name string, d *os.File) error { return d.Sync() }
 
 // walker archives the roots of a scope.
 type walker struct {
