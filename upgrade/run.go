@@ -189,6 +189,7 @@ type stageState struct {
 	total   int
 	nodes   []journal.NodeResult
 	note    string
+	warned  []string // the warnings given during the stage, journaled with its end
 	lastRpt time.Time
 }
 
@@ -332,6 +333,11 @@ func (r *Run) Wait(format string, args ...any) {
 func (r *Run) Warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.log.Printf("warning: %s", msg)
+	r.mu.Lock()
+	if r.stage != nil {
+		r.stage.warned = append(r.stage.warned, msg)
+	}
+	r.mu.Unlock()
 	r.report.Report(Event{Time: time.Now(), Type: "warn", Run: r.ID, Message: msg})
 }
 

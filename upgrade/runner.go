@@ -432,17 +432,28 @@ func (rn *Runner) beginStage(r *Run, i int, st Stage) {
 func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state journal.State, d time.Duration, msg string) error {
 	r.mu.Lock()
 	var nodeResults []journal.NodeResult
+	var warned []string
 	note := ""
 	if r.stage != nil && r.stage.name == st.Name() && state != journal.Started {
 		nodeResults = r.stage.nodes
 		note = r.stage.note
-		r.stage.nodes = nil
+		warned = r.stage.warned
+		r.stage.nodes, r.stage.warned = nil, nil
 	}
 	r.mu.Unlock()
 	if msg == "" {
 		msg = note
 	}
-	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, Duration: d, Nodes: nodeResults, Message: msg}
+	// The journal keeps the stage's warnings with its end: what happened on the way (a node
+	// that rebooted, a daemon of another version) stays on record, not only in the log.
+	jmsg := msg
+	for _, w := range warned {
+		if jmsg != "" {
+			jmsg += "; "
+		}
+		jmsg += "warning: " + w
+	}
+	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, Duration: d, Nodes: nodeResults, Message: jmsg}
 	r.log.Printf("[%d/%d] %s %s %s %s", i+1, len(rn.Stages), st.Name(), state, d.Round(time.Millisecond), msg)
 	var jerr error
 	if state != journal.Started {

@@ -157,7 +157,9 @@ func TestKillInEveryStage(t *testing.T) {
 }
 
 // TestRebootResumes hard-reboots the master inside a stage before the point of no return and
-// inside one after it: the real @reboot crontab line resumes the run to completion.
+// inside one after it: the real @reboot crontab line resumes the run to completion. Then it
+// reboots another node while the run has its daemons stopped: the run ends with every node
+// on the target's daemons and says what happened.
 func TestRebootResumes(t *testing.T) {
 	t.Parallel()
 	c := cluster.New(t, cluster.Options{})
@@ -183,6 +185,40 @@ func TestRebootResumes(t *testing.T) {
 		rs := runs(t, c)
 		if r := rs[len(rs)-1]; r.Outcome != journal.Succeeded || r.To != tc.to {
 			t.Errorf("run %d: %s -> %s %s, want done", r.ID, r.From, r.To, r.Outcome)
+		}
+	}
+
+	// A node rebooted for real while its daemons are stopped: its boot hook starts the daemon
+	// of whatever its links name at boot, under the run's feet. Between stop-nodes and the
+	// switch (a downgrade past its point of no return: the links still name 1.2.0), and
+	// between the switch and the start (an upgrade: the links already name 1.2.0).
+	for _, tc := range []struct{ stage, node, to string }{{"switch", "node2", "1.1.0"}, {"start", "node3", "1.2.0"}} {
+		h := startHeld(t, c, tc.stage, "upgrade", "--to="+tc.to, "--yes")
+		if err := c.Reboot(ctx, tc.node); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitDaemon(ctx, tc.node); err != nil {
+			t.Fatalf("%s: the boot hook started no daemon: %v", tc.node, err)
+		}
+		res := h.release(t, c)
+		if res.ExitCode != 0 {
+			t.Fatalf("%s rebooted before %s: exit %d\n%s%s", tc.node, tc.stage, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		if want := tc.node + ": the node booted since its daemons were stopped"; !strings.Contains(res.Stdout+res.Stderr, want) {
+			t.Errorf("%s rebooted before %s: the output does not say %q", tc.node, tc.stage, want)
+		}
+		log := must(t, c, c.Master, "cat $(ls -t /var/lib/cutover/log/run-*.log | head -n 1)")
+		if !strings.Contains(log, tc.node+": the node booted since its daemons were stopped") {
+			t.Errorf("%s rebooted before %s: the run log does not say so", tc.node, tc.stage)
+		}
+		checkAt(t, c, tc.to, all...)
+		rs := runs(t, c)
+		r := rs[len(rs)-1]
+		if r.Outcome != journal.Succeeded || r.To != tc.to {
+			t.Errorf("run %d: %s -> %s %s, want done", r.ID, r.From, r.To, r.Outcome)
+		}
+		if out := must(t, c, c.Master, fmt.Sprintf("/usr/sbin/cutover journal %d", r.ID)); !strings.Contains(out, tc.node+": the node booted since its daemons were stopped") {
+			t.Errorf("run %d: the journal does not record that %s rebooted:\n%s", r.ID, tc.node, out)
 		}
 	}
 }
