@@ -83,7 +83,7 @@ func Cfgupgrade(ctx context.Context, cfg *config.Config, opts CfgupgradeOptions)
 	r.From, r.To, r.Direction = from, to, dir
 
 	if !opts.DryRun {
-		if err := os.MkdirAll(cfg.Paths.StateDir, 0o700); err != nil {
+		if err := journal.MkdirAllDurable(cfg.Paths.StateDir, 0o700); err != nil {
 			return nil, fmt.Errorf("state directory: %w", err)
 		}
 		host, _ := os.Hostname()

@@ -17,7 +17,9 @@ func (pruneRemove) Where() Where { return OnAll }
 
 // pruneScript takes, after $1 (the share base) and $2 (the lib base), version directories: it
 // renames each one's trees out of sight, share first, then removes them and any leftovers of
-// an interrupted prune.
+// an interrupted prune. Both bases are synced after the renames and after the removals, so
+// the prune is on disk when the stage records it done (a power cut never brings back a
+// version the journal says is gone).
 const pruneScript = `set -e
 share=$1 lib=$2
 shift 2
@@ -29,12 +31,14 @@ for v in "$@"; do
 		fi
 	done
 done
+sync -- "$share" "$lib"
 for base in "$share" "$lib"; do
 	for d in "$base"/.*.cutover-prune; do
 		[ -e "$d" ] || continue
 		rm -rf -- "$d"
 	done
-done`
+done
+sync -- "$share" "$lib"`
 
 func (s pruneRemove) Run(ctx context.Context, r *Run) error {
 	j := s.job

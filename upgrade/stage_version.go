@@ -204,7 +204,7 @@ func openSource(source, stateDir string, names []string, policy staging.Policy) 
 	if !strings.HasSuffix(source, ".tar.gz") && !strings.HasSuffix(source, ".tgz") {
 		return "", noop, fmt.Errorf("%s is neither a directory nor a .tar.gz", source)
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+	if err := journal.MkdirAllDurable(stateDir, 0o700); err != nil {
 		return "", noop, err
 	}
 	if err := removeOldSources(stateDir); err != nil {
