@@ -179,9 +179,11 @@ func Parse(data []byte) (*Config, error) {
 	if err := checkNesting(data); err != nil {
 		return nil, err
 	}
-	var head struct {
-		Profile string `toml:"profile"`
-	}
+	// The profile and [paths] first: a profile derives its own paths from [paths].
+	head := struct {
+		Profile string      `toml:"profile"`
+		Paths   PathsConfig `toml:"paths"`
+	}{Paths: basePaths()}
 	if _, err := toml.Decode(string(data), &head); err != nil {
 		return nil, tomlError(err)
 	}
@@ -192,7 +194,7 @@ func Parse(data []byte) (*Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown profile %q (known: generic, ganeti)", head.Profile)
 	}
-	cfg := profile()
+	cfg := profile(head.Paths)
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
 		return nil, tomlError(err)

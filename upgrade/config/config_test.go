@@ -120,7 +120,7 @@ func TestGanetiExampleMatchesProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ganetiProfile()
+	want := ganetiProfile(basePaths())
 	want.Cluster.Master = cfg.Cluster.Master
 	want.File = cfg.File
 	if got, wantS := fmt.Sprintf("%+v", *cfg), fmt.Sprintf("%+v", want); got != wantS {

@@ -1,11 +1,14 @@
 package config
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // ganetiNodes lists a Ganeti cluster's nodes from its ssconf files: name, primary address,
-// and "offline" for the nodes Ganeti marks offline.
-const ganetiNodes = `off=" $(cat /var/lib/ganeti/ssconf_offline_nodes 2>/dev/null | tr '\n' ' ') "; ` +
-	`while read -r n ip; do case "$off" in *" $n "*) echo "$n $ip offline";; *) echo "$n $ip";; esac; done < /var/lib/ganeti/ssconf_node_primary_ips`
+// and "offline" for the nodes Ganeti marks offline. {state} is Ganeti's state directory.
+const ganetiNodes = `off=" $(cat {state}/ssconf_offline_nodes 2>/dev/null | tr '\n' ' ') "; ` +
+	`while read -r n ip; do case "$off" in *" $n "*) echo "$n $ip offline";; *) echo "$n $ip";; esac; done < {state}/ssconf_node_primary_ips`
 
 // ganetiStart starts every daemon this node should run that does not run yet, one after
 // another in Ganeti's order. Neither daemon-util's start-all nor its check-and-start is
@@ -16,9 +19,9 @@ const ganetiNodes = `off=" $(cat /var/lib/ganeti/ssconf_offline_nodes 2>/dev/nul
 // same time as a resumed run ("writing PID file; already locked?"), and on a loaded host the
 // other start takes a while; when the daemon still does not run, the start is tried once
 // more. A master daemon on another node exits 11 ("not master"), which start-all accepts too.
-const ganetiStart = `up() { pid=$(cat "/var/run/ganeti/$1.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; }; ` +
-	`for d in $(/usr/lib/ganeti/daemon-util list-start-daemons); do up "$d" && continue; ` +
-	`for try in 1 2; do rc=0; /usr/lib/ganeti/daemon-util start "$d" || rc=$?; ` +
+const ganetiStart = `up() { pid=$(cat "{run}/$1.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; }; ` +
+	`for d in $({lib}/daemon-util list-start-daemons); do up "$d" && continue; ` +
+	`for try in 1 2; do rc=0; {lib}/daemon-util start "$d" || rc=$?; ` +
 	`case $rc in 0|11) continue 2;; esac; ` +
 	`i=0; while [ $i -lt 30 ]; do sleep 1; up "$d" && continue 3; i=$((i + 1)); done; done; ` +
 	`echo "$d: exit $rc" >&2; exit $rc; done`
@@ -30,46 +33,67 @@ const ganetiBusy = `out=$(/usr/sbin/gnt-job list --no-headers -o status) && ` +
 
 // ganetiRelease prints the live tree's release, with Debian's "~" of a pre-release as "-"
 // (3.1.0~rc2 is 3.1.0-rc2): config.data names only the minor.
-const ganetiRelease = `sed -n 's/^RELEASE_VERSION = "\(.*\)"$/\1/p' /usr/share/ganeti/default/ganeti/_constants.py | tr '~' '-'`
+const ganetiRelease = `sed -n 's/^RELEASE_VERSION = "\(.*\)"$/\1/p' {share}/default/ganeti/_constants.py | tr '~' '-'`
 
-// ganetiPaths are Debian's paths, with backups leaving out what Ganeti's own upgrade leaves
-// out of its backup: the job archive and instance exports (disk images).
-func ganetiPaths() PathsConfig {
-	p := basePaths()
-	p.BackupExclude = []string{"/var/lib/ganeti/queue/archive", "/var/lib/ganeti/export"}
+// ganetiDirs are the directories of a Ganeti installation, derived from [paths] as Ganeti's
+// ./configure derives them from --localstatedir, --libdir and --datadir: a Ganeti built with
+// another prefix gets the profile's commands and paths without any of them written out.
+type ganetiDirs struct {
+	state string // {localstatedir}/lib/ganeti: ssconf, config.data, the job queue
+	run   string // {localstatedir}/run/ganeti: pidfiles
+	lib   string // {libdir}/ganeti: daemon-util, ensure-dirs, tools
+	share string // {datadir}/ganeti: the Python modules
+}
+
+func ganetiDirsOf(p PathsConfig) ganetiDirs {
+	return ganetiDirs{state: p.LocalstateDir + "/lib/ganeti", run: p.LocalstateDir + "/run/ganeti",
+		lib: p.LibDir + "/ganeti", share: p.DataDir + "/ganeti"}
+}
+
+// expand replaces the placeholders {state}, {run}, {lib} and {share} of s with the
+// directories.
+func (d ganetiDirs) expand(s string) string {
+	return strings.NewReplacer("{state}", d.state, "{run}", d.run, "{lib}", d.lib, "{share}", d.share).Replace(s)
+}
+
+// ganetiPaths are the paths p (Debian's by default), with backups leaving out what Ganeti's
+// own upgrade leaves out of its backup: the job archive and instance exports (disk images).
+func ganetiPaths(p PathsConfig) PathsConfig {
+	d := ganetiDirsOf(p)
+	p.BackupExclude = []string{d.state + "/queue/archive", d.state + "/export"}
 	return p
 }
 
-// ganetiProfile holds the commands and paths of a real Ganeti cluster, as Debian installs it:
-// every command by absolute path (cron's PATH has no /usr/sbin), SSH as Ganeti's own tools
-// use it, the master and the nodes from ssconf.
-func ganetiProfile() Config {
-	const (
-		daemonUtil = "/usr/lib/ganeti/daemon-util"
-		cluster    = "/usr/sbin/gnt-cluster"
-	)
+// ganetiProfile holds the commands and paths of a real Ganeti cluster installed with the
+// directories p (Debian's: basePaths): every command by absolute path (cron's PATH has no
+// /usr/sbin), SSH as Ganeti's own tools use it, the master and the nodes from ssconf. Every
+// path of Ganeti's own is derived from p, so a config that sets only [paths] gets them all.
+func ganetiProfile(p PathsConfig) Config {
+	d := ganetiDirsOf(p)
+	daemonUtil := d.lib + "/daemon-util"
+	const cluster = "/usr/sbin/gnt-cluster"
 	return Config{
 		App:         "ganeti",
 		Profile:     "ganeti",
 		VersionDirs: "minor",
-		Paths:       ganetiPaths(),
+		Paths:       ganetiPaths(p),
 		Cluster: ClusterConfig{
-			NodesCommand:  ganetiNodes,
-			MasterCommand: "cat /var/lib/ganeti/ssconf_master_node",
+			NodesCommand:  d.expand(ganetiNodes),
+			MasterCommand: "cat " + d.state + "/ssconf_master_node",
 		},
 		SSH: SSHConfig{
 			User:                "root",
 			IdentityFiles:       []string{"/root/.ssh/id_rsa"},
-			KnownHosts:          []string{"/var/lib/ganeti/known_hosts"},
+			KnownHosts:          []string{d.state + "/known_hosts"},
 			KnownHostsOwners:    []string{"gnt-masterd"},
-			HostKeyAliasCommand: "cat /var/lib/ganeti/ssconf_cluster_name",
+			HostKeyAliasCommand: "cat " + d.state + "/ssconf_cluster_name",
 			ConnectTimeout:      Duration{10 * time.Second},
 			CommandTimeout:      Duration{10 * time.Minute},
 			Parallel:            32,
 		},
 		Commands: CommandsConfig{
 			DaemonsStop:         daemonUtil + " stop-all",
-			DaemonsStart:        ganetiStart,
+			DaemonsStart:        d.expand(ganetiStart),
 			DaemonsReady:        cluster + " queue info >/dev/null",
 			DaemonsReadyTimeout: Duration{5 * time.Minute},
 			QueueDrain:          cluster + " queue drain",
@@ -81,20 +105,20 @@ func ganetiProfile() Config {
 			ReconcilerPauseRenew: Duration{30 * time.Minute},
 			ReconcilerContinue:   cluster + " watcher continue",
 			ReconcilerPaused:     cluster + " watcher info | grep -q 'paused until'",
-			EnsureDirs:           "/usr/lib/ganeti/ensure-dirs",
+			EnsureDirs:           d.lib + "/ensure-dirs",
 			RedistConf:           cluster + " redist-conf --yes-do-it",
-			PostUpgrade:          "/usr/lib/ganeti/tools/post-upgrade {from}",
+			PostUpgrade:          d.lib + "/tools/post-upgrade {from}",
 			Verify:               cluster + " verify",
-			LiveVersion:          ganetiRelease,
+			LiveVersion:          d.expand(ganetiRelease),
 		},
 		Config: AppConfig{
-			File:             "/var/lib/ganeti/config.data",
+			File:             d.state + "/config.data",
 			VersionKey:       "/version",
 			VersionEncoding:  "ganeti",
 			Migrate:          "exec",
-			UpgradeCommand:   "/usr/lib/ganeti/tools/cfgupgrade --verbose --force",
-			DowngradeCommand: "/usr/lib/ganeti/tools/cfgupgrade --downgrade --verbose --force",
-			Redistribute:     []string{"/var/lib/ganeti/config.data"},
+			UpgradeCommand:   d.lib + "/tools/cfgupgrade --verbose --force",
+			DowngradeCommand: d.lib + "/tools/cfgupgrade --downgrade --verbose --force",
+			Redistribute:     []string{d.state + "/config.data"},
 		},
 		Policy:   basePolicy(),
 		Strategy: baseStrategy(),

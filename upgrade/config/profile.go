@@ -2,8 +2,10 @@ package config
 
 import "time"
 
-// profiles supply a default for every key; a config file overrides any of them.
-var profiles = map[string]func() Config{
+// profiles supply a default for every key; a config file overrides any of them. A profile
+// is given the file's [paths] (the defaults of basePaths where it sets none), from which it
+// derives the paths of its own commands and files.
+var profiles = map[string]func(PathsConfig) Config{
 	"generic": genericProfile,
 	"ganeti":  ganetiProfile,
 }
