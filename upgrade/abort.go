@@ -14,6 +14,9 @@ type AbortOptions struct {
 	Reporter Reporter
 	// Hostname is the local host's name; "" asks the system.
 	Hostname string
+	// SkipNodes are nodes declared gone for the rest of the run (--skip-node): the undo
+	// leaves them as they are.
+	SkipNodes []string
 }
 
 // Abort undoes the pending run the intent file names, in reverse stage order, every stage any
@@ -28,6 +31,9 @@ func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result,
 	}
 	defer s.Close()
 	if s.intent == nil {
+		if len(opts.SkipNodes) > 0 {
+			return nil, badInput(fmt.Errorf("--skip-node: no run is pending; nothing was touched"))
+		}
 		return &Result{App: cfg.App, Nothing: true}, nil
 	}
 	r, jr := s.r, s.jr
@@ -40,6 +46,9 @@ func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result,
 		ev, _ := jr.LastEvent(ponr)
 		return res, pastPONR(fmt.Errorf("run %d is past its point of no return (%s started %s): it cannot be undone, only finished with 'cutover upgrade --resume'; it stays pending",
 			r.ID, ponr, ev.At.UTC().Format(time.RFC3339)))
+	}
+	if err := s.skipNodes(ctx, opts.SkipNodes); err != nil {
+		return res, err
 	}
 	r.log.Printf("run %d: abort requested", r.ID)
 	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("aborting run %d: %s %s -> %s", r.ID, cfg.App, r.From, r.To)})

@@ -27,7 +27,15 @@ type batch struct {
 	n, of  int // 1-based position among the batches, and their number
 	canary bool
 	nodes  []string
+	// ponrDown marks the first batch after the canaries: a rolling downgrade crosses its
+	// point of no return there, since until then the canaries can be switched back and the
+	// config migrated up again (DESIGN §11).
+	ponrDown bool
 }
+
+// PONR makes the first batch after the canaries the point of no return of a rolling
+// downgrade.
+func (b batch) PONR(d Direction) bool { return d == Down && b.ponrDown }
 
 func (b batch) Name() string { return fmt.Sprintf("batch-%d", b.n) }
 
@@ -63,20 +71,29 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	defer cancel()
 	r.reportBatch(b, "started", fmt.Sprintf("%s of %d: %s", b.label(), b.of, strings.Join(b.nodes, ", ")), nil)
 	var mu sync.Mutex
-	var failed []string
+	ok := map[string]bool{}
 	err = r.OnNodes(bctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		start := time.Now()
 		err := r.rollNode(ctx, c, n.Name, r.To, true)
 		state := "node-ok"
 		if err != nil {
 			state = "node-failed"
+		} else {
 			mu.Lock()
-			failed = append(failed, n.Name)
+			ok[n.Name] = true
 			mu.Unlock()
 		}
 		r.reportBatch(b, state, n.Name, []NodeReport{{Node: n.Name, OK: err == nil, Error: errText(err), Duration: time.Since(start)}})
 		return err
 	})
+	// A node that could not be reached, or did not finish in time, failed as surely as one
+	// whose verify failed: every node of the batch that did not end well counts.
+	var failed []string
+	for _, n := range b.nodes {
+		if !ok[n] {
+			failed = append(failed, n)
+		}
+	}
 	switch {
 	case err == nil:
 		r.Note("%s", strings.Join(b.nodes, ", "))
@@ -102,25 +119,53 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	if len(total) > budget {
 		return fmt.Errorf("%s failed: %s failed in this run (%s), more than strategy.max_failed = %d: %w", joinNames(failed), plural(len(total), "node"), joinNames(total), budget, err)
 	}
-	r.Warn("%s failed (%d of strategy.max_failed = %d): the run goes on and ends with exit 3", joinNames(failed), len(total), budget)
+	// Within the budget the failed nodes are left behind at the source, switched back where
+	// they can be reached, and the run goes on; 'cutover sync' catches them up later.
+	r.Warn("%s failed (%d of strategy.max_failed = %d): left behind at %s, the run goes on", joinNames(failed), len(total), budget, r.From)
+	var back []nodes.Node
+	for _, n := range list {
+		if slices.Contains(failed, n.Name) {
+			back = append(back, n)
+		}
+	}
+	if berr := r.OnNodes(ctx, back, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		return r.rollNode(ctx, c, n.Name, r.From, false)
+	}); berr != nil {
+		r.Warn("switching %s back to %s: %v; 'cutover sync' brings it to the cluster's version once it is back", joinNames(failed), r.From, berr)
+	}
 	return &toleratedError{nodes: failed, err: err}
 }
 
 // Undo switches the batch's nodes back to the version the run started from, each drained,
-// stopped, switched, started and undrained again; before the point of no return only.
+// stopped, switched, started and undrained again; before the point of no return only (in a
+// downgrade, only the canaries come before it).
 func (b batch) Undo(ctx context.Context, r *Run) error {
-	if r.Direction == Down {
-		return nil
-	}
 	list, err := b.list(r)
 	if err != nil {
 		return err
 	}
 	r.reportBatch(b, "undo", fmt.Sprintf("switching %s back to %s", strings.Join(b.nodes, ", "), r.From), nil)
-	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+	var never []nodes.Node // nodes no execution switched, which cannot be reached now
+	var reach []nodes.Node
+	for _, n := range list {
+		if _, switched := r.Fact(factSwitchedPrefix + n.Name); !switched {
+			if _, err := r.Conn(ctx, n.Name); err != nil {
+				never = append(never, n)
+				continue
+			}
+		}
+		reach = append(reach, n)
+	}
+	for _, n := range never {
+		r.Warn("%s cannot be reached and was never switched: left as it is; once it is back, 'cutover sync %s' brings it to the cluster's version if it needs it", n.Name, n.Name)
+	}
+	return r.OnNodes(ctx, reach, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		return r.rollNode(ctx, c, n.Name, r.From, false)
 	})
 }
+
+// factSwitchedPrefix prefixes the fact that a rolling run switched a node to its target.
+const factSwitchedPrefix = "rolling-switched-"
 
 // label is how the output names the batch: "batch 1 (canary)" or "batch 3".
 func (b batch) label() string {
@@ -169,6 +214,13 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	}
 	if err := r.switchNode(ctx, c, node, version); err != nil {
 		return fmt.Errorf("%s: switch to %s: %w", node, version, err)
+	}
+	if version == r.To {
+		// Journaled at once: an undo in any later execution must know this node needs
+		// switching back, even when it cannot be reached then.
+		if _, err := r.Learn(ctx, factSwitchedPrefix+node, version); err != nil {
+			return fmt.Errorf("%s: %w", node, err)
+		}
 	}
 	if cmds.EnsureDirs != "" {
 		if _, err := c.RunShell(ctx, r.expand(cmds.EnsureDirs, node)); err != nil {

@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -227,13 +228,27 @@ func (r *Run) checkDaemons(ctx context.Context, list []nodes.Node) error {
 // settled are the online nodes the run does not leave behind: the ones that must run the
 // target's daemons when the run ends.
 func (r *Run) settled() []nodes.Node {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	behind := r.leftBehind()
 	var out []nodes.Node
 	for _, n := range r.Online {
-		if !r.behind[n.Name] {
+		if !slices.Contains(behind, n.Name) {
 			out = append(out, n)
 		}
 	}
+	return out
+}
+
+// leftBehind are the nodes a rolling run left behind within its failure budget, in any of its
+// executions, sorted.
+func (r *Run) leftBehind() []string {
+	out := r.failedNodes()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.behind {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -88,6 +88,42 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 	return nil
 }
 
+// migrateConfigBack takes the config of a rolling downgrade from r.To back up to r.From once
+// its canaries are switched back: with the newer (source) version's up migrations, or its
+// upgrade_command, which the source's links name again by then. Then it copies the config to
+// the nodes as migrateConfig does. A config already at the source is left as it is.
+func migrateConfigBack(ctx context.Context, r *Run) error {
+	spec := r.configSpec()
+	switch v, err := cfgupgrade.ReadVersion(spec); {
+	case err == nil && r.configAt(v, r.From):
+		r.log.Printf("config: %s is at %s already", spec.File, v)
+	case r.Config.Config.Migrate == "exec":
+		command := r.Config.Config.UpgradeCommand
+		crashPoint(true, "config: %s started", command)
+		rep, err := cfgupgrade.RunExec(ctx, spec, r.expand(command, r.Inventory.Master), r.From)
+		crashPoint(false, "config: %s finished", command)
+		if err != nil {
+			return fmt.Errorf("%s: migrating the config back to %s: %w", r.Inventory.Master, r.From, err)
+		}
+		r.log.Printf("config: %s: %s -> %s (back)", command, rep.From, rep.To)
+	default:
+		migs, err := r.migrations()
+		if err != nil {
+			return err
+		}
+		rep, bak, err := cfgupgrade.Apply(spec, r.To, r.From, migs, cfgupgrade.Options{})
+		crashPoint(false, "config: migrated %s back", spec.File)
+		if err != nil {
+			return fmt.Errorf("%s: migrating the config back to %s: %w", r.Inventory.Master, r.From, err)
+		}
+		r.log.Printf("config: %s -> %s in %d steps (back), backup %s\n%s", rep.From, rep.To, len(rep.Steps), bak, rep.Diff)
+	}
+	if r.Config.Commands.RedistConf == "" && len(r.Config.Config.Redistribute) > 0 && len(r.Others()) > 0 {
+		return redistribute(ctx, r)
+	}
+	return nil
+}
+
 // configAt reports whether a config at version v is at version want: the same version, or
 // with version_dirs = "minor" the same minor (such a config names no patch release).
 func (r *Run) configAt(v, want string) bool {

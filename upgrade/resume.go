@@ -22,6 +22,8 @@ type ResumeOptions struct {
 	Hostname string
 	// MasterWait bounds how long the master check retries while nodes come up after a boot.
 	MasterWait time.Duration
+	// SkipNodes are nodes declared gone for the rest of the run (--skip-node).
+	SkipNodes []string
 }
 
 // DefaultMasterWait is how long a resume waits for a majority of nodes to answer.
@@ -45,7 +47,13 @@ func Resume(ctx context.Context, cfg *config.Config, opts ResumeOptions) (*Resul
 	}
 	defer s.Close()
 	if s.intent == nil {
+		if len(opts.SkipNodes) > 0 {
+			return nil, badInput(fmt.Errorf("--skip-node: no run is pending; nothing was touched"))
+		}
 		return &Result{App: cfg.App, Nothing: true}, nil
+	}
+	if err := s.skipNodes(ctx, opts.SkipNodes); err != nil {
+		return nil, err
 	}
 	wait := opts.MasterWait
 	if wait == 0 {

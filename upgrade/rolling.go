@@ -100,20 +100,24 @@ func decodeBatches(s string) ([]Batch, error) {
 }
 
 // RollingStages returns the stage machine of a rolling run (DESIGN §11): the checks and the
-// intent, the backup, a downgrade's config downgrade (its point of no return), one stage per
-// batch, then an upgrade's config upgrade (its point of no return) once every batch is
-// switched, and the end of the run. Until the point of no return every batch can be switched
-// back, in reverse.
+// intent, the backup, a downgrade's config downgrade, one stage per batch, then an upgrade's
+// config upgrade (its point of no return) once every batch is switched, and the end of the
+// run. The canaries are always reversible: a downgrade crosses its point of no return with
+// the first batch after them, so a failed canary switches back and migrates the config up
+// again. Until the point of no return every batch can be switched back, in reverse.
 func RollingStages(batches []Batch) []Stage {
 	stages := []Stage{
-		preflight{},       // master: versions, policy (rolling_from), config, health gate, disk space
-		verifyInstalled{}, // all: both trees of the target installed, live version as expected
-		intent{},          // master: the intent file (undo: remove it)
-		backup{},          // master: archive the state before anything changes
-		configDowngrade{}, // master: the newer version's down migrations (PONR of a downgrade)
+		preflight{},                    // master: versions, policy (rolling_from), config, health gate, disk space
+		verifyInstalled{},              // all: both trees of the target installed, live version as expected
+		intent{},                       // master: the intent file (undo: remove it)
+		backup{},                       // master: archive the state before anything changes
+		configDowngrade{rolling: true}, // master: the newer version's down migrations (undo: up again)
 	}
+	ponr := false
 	for i, b := range batches {
-		stages = append(stages, batch{n: i + 1, of: len(batches), canary: b.Canary, nodes: b.Nodes})
+		first := !b.Canary && !ponr
+		ponr = ponr || first
+		stages = append(stages, batch{n: i + 1, of: len(batches), canary: b.Canary, nodes: b.Nodes, ponrDown: first})
 	}
 	return append(stages,
 		configUpgrade{}, // master: the new version's up migrations (PONR of an upgrade)

@@ -164,6 +164,7 @@ func TestRollingRun(t *testing.T) {
 		wantLinks string
 		wantErr   string
 		pastPONR  bool     // the error is IsPastPONR (exit 3)
+		down      []string // nodes that cannot be reached
 		untouched []string // nodes on which no command ran
 		journal   []string
 	}{
@@ -195,10 +196,28 @@ func TestRollingRun(t *testing.T) {
 			name:      "within the budget",
 			strategy:  config.StrategyConfig{BatchSize: 1, MaxFailed: 1},
 			fail:      []string{"node1 verify node3"},
-			wantLinks: "node1=1.1.0 node2=1.1.0 node3=1.1.0 node4=1.1.0",
-			wantErr:   "batch-2 (node3) failed within strategy.max_failed",
+			wantLinks: "node1=1.1.0 node2=1.1.0 node3=1.0.0 node4=1.1.0",
+			wantErr:   "the run is done, but node3 failed within strategy.max_failed and was left at 1.0.0; once it is back and healthy, run 'cutover sync node3'",
 			pastPONR:  true,
 			journal:   []string{"batch-1:started", "batch-1:done", "batch-2:started", "batch-2:failed", "batch-3:started", "batch-3:done", "batch-4:started", "batch-4:done", "config-upgrade:started", "config-upgrade:done"},
+		},
+		{
+			name:      "unreachable within the budget",
+			strategy:  config.StrategyConfig{BatchSize: 1, MaxFailed: 1},
+			down:      []string{"node3"},
+			wantLinks: "node1=1.1.0 node2=1.1.0 node3=1.0.0 node4=1.1.0",
+			wantErr:   "the run is done, but node3 failed within strategy.max_failed",
+			pastPONR:  true,
+			journal:   []string{"batch-1:started", "batch-1:done", "batch-2:started", "batch-2:failed", "batch-3:started", "batch-3:done", "batch-4:started", "batch-4:done", "config-upgrade:started", "config-upgrade:done"},
+		},
+		{
+			name:      "unreachable over the budget",
+			strategy:  config.StrategyConfig{BatchSize: 1},
+			down:      []string{"node3"},
+			wantLinks: "node1=1.0.0 node2=1.0.0 node3=1.0.0 node4=1.0.0",
+			wantErr:   "node3 failed: 1 node failed in this run (node3), more than strategy.max_failed = 0",
+			untouched: []string{"node1", "node4"},
+			journal:   []string{"batch-1:started", "batch-1:done", "batch-2:started", "batch-2:failed", "batch-2:undone", "batch-1:undone"},
 		},
 		{
 			name:      "batch timeout",
@@ -216,6 +235,9 @@ func TestRollingRun(t *testing.T) {
 			sc, r, j := newRollingCluster(t, tt.strategy)
 			for _, f := range tt.fail {
 				sc.fail[f] = true
+			}
+			for _, n := range tt.down {
+				sc.down[n] = true
 			}
 			for _, h := range tt.hang {
 				sc.hang[h] = true
@@ -347,5 +369,45 @@ func TestRollingSignal(t *testing.T) {
 	}
 	if calls := sc.callsOf("node1"); slices.Contains(calls, "stop") {
 		t.Errorf("the master (batch 4) was stopped: %v", calls)
+	}
+}
+
+// TestRollingDowngradeCanary: a rolling downgrade migrates the config down first, but its
+// canaries stay reversible: a failed canary is switched back and the config migrated up
+// again, exit 1; the point of no return is the first batch after the canaries.
+func TestRollingDowngradeCanary(t *testing.T) {
+	sc, r, j := newRollingCluster(t, config.StrategyConfig{BatchSize: 2, Canaries: []string{"node2"}, MaxFailed: 3})
+	for _, n := range []string{"node1", "node2", "node3", "node4"} {
+		sc.link(t, n, "1.1.0")
+	}
+	r.Target = Target{From: "1.1.0", To: "1.0.0", Direction: Down}
+	if got := PONRStage(RollingStages(r.Batches), Down); got != "batch-2" {
+		t.Errorf("the point of no return of a rolling downgrade is %q, want batch-2, the first after the canary", got)
+	}
+	if got := PONRStage(RollingStages(r.Batches), Up); got != "config-upgrade" {
+		t.Errorf("the point of no return of a rolling upgrade is %q, want config-upgrade", got)
+	}
+	var log []string
+	cfg := undoStage{&fakeStage{name: "config-downgrade", log: &log, mu: &sync.Mutex{}}}
+	stages := []Stage{cfg}
+	for _, st := range RollingStages(r.Batches) {
+		if _, ok := st.(batch); ok {
+			stages = append(stages, st)
+		}
+	}
+	sc.fail["node1 verify node2"] = true
+	err := (&Runner{Stages: stages}).Execute(context.Background(), r)
+	if err == nil || IsPastPONR(err) || !strings.Contains(err.Error(), "canary node2 failed") {
+		t.Fatalf("Execute() = %v, want the canary's failure before the point of no return", err)
+	}
+	if got, want := sc.allLinks(), "node1=1.1.0 node2=1.1.0 node3=1.1.0 node4=1.1.0"; got != want {
+		t.Errorf("links = %s, want %s", got, want)
+	}
+	if !slices.Equal(log, []string{"run config-downgrade", "undo config-downgrade"}) {
+		t.Errorf("config-downgrade: %v, want it run and undone", log)
+	}
+	want := []string{"config-downgrade:started", "config-downgrade:done", "batch-1:started", "batch-1:failed", "batch-1:undone", "config-downgrade:undone"}
+	if got := j.transitions(); !slices.Equal(got, want) {
+		t.Errorf("journal = %v, want %v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -130,6 +131,21 @@ func (r *Run) loadJournal(jr journal.Run) {
 			r.started[e.Stage] = true
 		}
 	}
+}
+
+// setOffline moves the named nodes from the run's online nodes to its offline ones.
+func (r *Run) setOffline(names []string) {
+	var online []nodes.Node
+	for _, n := range r.Online {
+		if slices.Contains(names, n.Name) {
+			if !slices.ContainsFunc(r.Offline, func(o nodes.Node) bool { return o.Name == n.Name }) {
+				r.Offline = append(r.Offline, n)
+			}
+			continue
+		}
+		online = append(online, n)
+	}
+	r.Online = online
 }
 
 // setPastPONR records durably whether the run crossed its point of no return.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -298,11 +299,7 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	}
 	if failed := r.Failed(); len(failed) > 0 {
 		rn.finish(ctx, r, journal.FailedPastPONR)
-		return pastPONR(fmt.Errorf("the run went past the point of no return but %s failed; fix the cause and run 'cutover upgrade --resume'", joinNames(append(r.Tolerated(), failed...))))
-	}
-	if tolerated := r.Tolerated(); len(tolerated) > 0 {
-		rn.finish(ctx, r, journal.FailedPastPONR)
-		return pastPONR(fmt.Errorf("the run went on to the end but %s failed within strategy.max_failed; the intent is kept: fix the cause and run 'cutover upgrade --resume' to switch them again", joinNames(tolerated)))
+		return pastPONR(fmt.Errorf("the run went past the point of no return but %s failed; fix the cause and run 'cutover upgrade --resume' (a node that stays unreachable can be left out with 'cutover upgrade --resume --skip-node NODE' and caught up later with 'cutover sync NODE')", joinNames(append(r.Tolerated(), failed...))))
 	}
 	// Done is recorded before the intent disappears: a crash in between leaves an intent
 	// whose run the journal calls done, and the next resume only removes it.
@@ -311,6 +308,16 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		if err := rel.Undo(ctx, r); err != nil {
 			r.Warn("the run is done, but its intent could not be removed (%v): the next 'cutover upgrade --resume' removes it", err)
 		}
+	}
+	if behind := r.leftBehind(); len(behind) > 0 {
+		// Failures within the budget end the run done with those nodes left behind; they
+		// block nothing, and sync catches them up (DESIGN §11). Exit 3 names them.
+		was, it := "was", "it is"
+		if len(behind) > 1 {
+			was, it = "were", "they are"
+		}
+		return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed and %s left at %s; once %s back and healthy, run 'cutover sync %s'",
+			joinNames(behind), was, r.From, it, strings.Join(behind, " ")))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -173,7 +174,44 @@ func (s *session) loadPending(ctx context.Context) error {
 	if err := r.loadBatches(); err != nil {
 		return pastPONR(fmt.Errorf("run %d: %w; the run stays pending", jr.ID, err))
 	}
+	// The run works on the nodes it started with: a node it skipped (offline then, or
+	// declared gone since) stays out of it even if the node list now calls it online.
+	r.setOffline(jr.Offline)
 	s.jr = jr
+	return nil
+}
+
+// skipNodes declares the named nodes gone for the pending run (`--skip-node`): they leave the
+// run's online nodes and join its offline ones in the journal, so that the run can be
+// finished or aborted without them; `cutover sync` catches them up later. Each must be a node
+// of the cluster other than the master.
+func (s *session) skipNodes(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	r := s.r
+	offline := append([]string(nil), s.jr.Offline...)
+	for _, name := range names {
+		if _, ok := r.Inventory.Lookup(name); !ok {
+			return badInput(fmt.Errorf("--skip-node %s: not a node of the cluster; nothing was touched", name))
+		}
+		if name == r.Inventory.Master {
+			return badInput(fmt.Errorf("--skip-node %s: the master cannot be skipped; nothing was touched", name))
+		}
+		if !slices.Contains(offline, name) {
+			offline = append(offline, name)
+		}
+	}
+	if err := r.journal.SetOffline(ctx, r.ID, offline); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	s.jr.Offline = offline
+	r.setOffline(offline)
+	for _, name := range names {
+		r.log.Printf("run %d: %s declared gone for this run (--skip-node)", r.ID, name)
+		r.report.Report(Event{Time: time.Now(), Type: "warn", Run: r.ID,
+			Message: fmt.Sprintf("%s is skipped for the rest of run %d: once it is back, run 'cutover sync %s'", name, r.ID, name)})
+	}
 	return nil
 }
 

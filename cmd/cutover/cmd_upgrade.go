@@ -17,7 +17,7 @@ func upgradeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "upgrade",
 		Usage:     "switch the cluster up or down to a version",
-		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]\n   cutover upgrade --resume\n   cutover upgrade --abort",
+		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]\n   cutover upgrade --resume [--skip-node=NODE ...]\n   cutover upgrade --abort [--skip-node=NODE ...]",
 		Description: "Checks that VERSION is installed on every online node, then drains the queue, stops the daemons,\n" +
 			"backs up the state, switches the links and migrates the config, starts everything again and verifies.\n" +
 			"On a terminal it shows the plan and asks before changing anything; without one, --yes is required.\n\n" + exitCodesHelp,
@@ -28,6 +28,7 @@ func upgradeCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "force", Usage: "override a skippable `CHECK` (" + strings.Join(upgrade.Forceable, ", ") + ")"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted run (at boot: @reboot in root's crontab); without one, do nothing"},
 			&cli.BoolFlag{Name: "abort", Usage: "undo an interrupted run that is before its point of no return"},
+			&cli.StringSliceFlag{Name: "skip-node", Usage: "with --resume or --abort: declare `NODE` gone for the rest of the pending run (journaled); 'cutover sync NODE' catches it up later"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -42,6 +43,9 @@ func upgradeCommand() *cli.Command {
 			if modes != 1 {
 				return usagef("upgrade needs exactly one of --to=VERSION, --resume and --abort")
 			}
+			if c.IsSet("skip-node") && c.IsSet("to") {
+				return usagef("--skip-node goes with --resume or --abort, not --to")
+			}
 			cfg, err := loadConfig(c)
 			if err != nil {
 				return err
@@ -49,11 +53,11 @@ func upgradeCommand() *cli.Command {
 			var out upgradeOutput = newOutput(c)
 			switch {
 			case c.Bool("resume"):
-				res, err := upgrade.Resume(c.Context, cfg, upgrade.ResumeOptions{Reporter: out})
+				res, err := upgrade.Resume(c.Context, cfg, upgrade.ResumeOptions{Reporter: out, SkipNodes: c.StringSlice("skip-node")})
 				out.upgradeDone(res, err, false)
 				return err
 			case c.Bool("abort"):
-				res, err := upgrade.Abort(c.Context, cfg, upgrade.AbortOptions{Reporter: out})
+				res, err := upgrade.Abort(c.Context, cfg, upgrade.AbortOptions{Reporter: out, SkipNodes: c.StringSlice("skip-node")})
 				out.abortDone(res, err)
 				return err
 			}

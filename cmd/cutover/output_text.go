@@ -340,6 +340,22 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 		if p.Error != "" {
 			fmt.Fprintf(w, "  journal: %s\n", textOneLine(p.Error))
 		}
+		if st.Lock == nil {
+			var gone []string
+			for _, n := range st.Nodes {
+				if !n.Reachable && !n.Offline {
+					gone = append(gone, n.Name)
+				}
+			}
+			if len(gone) > 0 {
+				verb := "--resume"
+				if !p.PastPONR {
+					verb = "--resume (or --abort)"
+				}
+				fmt.Fprintf(w, "  cannot be reached: %s; if it stays gone, 'cutover upgrade %s --skip-node %s' goes on without it, and 'cutover sync %s' catches it up later\n",
+					strings.Join(gone, ", "), verb, gone[0], gone[0])
+			}
+		}
 		if len(p.Rebooted) > 0 {
 			fmt.Fprintf(w, "  rebooted during the run: %s (the run stops their daemons again and redoes their steps)\n", strings.Join(p.Rebooted, ", "))
 		}

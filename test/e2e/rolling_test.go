@@ -167,7 +167,8 @@ func TestRollingUnderLoad(t *testing.T) {
 
 // TestRollingFailures: a failing canary is the only node touched and is switched back (exit
 // 1); a batch over its timeout switches every batch back (exit 1); with max_failed = 1 one bad
-// node does not stop the run, which exits 3 naming it and is finished by --resume; a master
+// node does not stop the run, which ends done with the node left behind at the source (exit 3
+// naming it), and sync catches the node up; a master
 // rebooted between two batches is resumed by cron from the batch it was in.
 func TestRollingFailures(t *testing.T) {
 	t.Parallel()
@@ -213,15 +214,40 @@ func TestRollingFailures(t *testing.T) {
 	fail("node-verify-node3")
 	res = cutover(t, c, "upgrade", "--to=1.2.0", "--yes")
 	clear()
-	if res.ExitCode != 3 || !strings.Contains(res.Stderr, "node3") {
-		t.Errorf("one bad node with max_failed = 1: exit %d, want 3 naming node3", res.ExitCode)
+	if res.ExitCode != 3 || !strings.Contains(res.Stderr, "node3") || !strings.Contains(res.Stderr, "cutover sync node3") {
+		t.Errorf("one bad node with max_failed = 1: exit %d, want 3 naming node3 and 'cutover sync node3'", res.ExitCode)
 	}
+	// The run is done with node3 left behind at the source: nothing is pending, and sync
+	// catches node3 up once it is healthy.
 	checkAt(t, c, "1.2.0", "node1", "node2", "node4")
-	if res := cutover(t, c, "upgrade", "--resume"); res.ExitCode != 0 {
-		t.Errorf("resume after the bad node was fixed: exit %d", res.ExitCode)
+	if st := stateOf(t, c, "node3"); st.Lib != "/usr/lib/demoapp/1.1.0" || st.Daemon != "running 1.1.0" {
+		t.Errorf("node3 left behind: links %s, daemon %q; want 1.1.0 and running 1.1.0", st.Lib, st.Daemon)
+	}
+	if rs := runs(t, c); rs[len(rs)-1].Outcome != journal.Succeeded {
+		t.Errorf("one bad node within the budget: run %d %s, want done", rs[len(rs)-1].ID, rs[len(rs)-1].Outcome)
+	}
+	if res := sh(t, c, c.Master, "test -e /var/lib/cutover/intent.json"); res.ExitCode == 0 {
+		t.Errorf("one bad node within the budget: the intent is left")
+	}
+	if res := cutover(t, c, "sync", "node3"); res.ExitCode != 0 {
+		t.Errorf("sync of the node left behind: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	checkAt(t, c, "1.2.0", all...)
-	checkRollingComplete(t, c, "1.1.0", "1.2.0", 4)
+
+	// A rolling downgrade whose canary fails: the config was migrated down before the canary,
+	// and is migrated up again; the cluster is exactly as before, exit 1.
+	useRolling(t, c, demo.Rolling{BatchSize: 2, Canaries: []string{"node2"}, MaxFailed: 3, BatchTimeout: "20s"})
+	before = snapshot(t, c)
+	fail("node-verify-node2")
+	res = cutover(t, c, "upgrade", "--to=1.1.0", "--yes")
+	clear()
+	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "canary node2 failed") {
+		t.Errorf("rolling downgrade, failing canary: exit %d, want 1 naming the canary\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if after := snapshot(t, c); after != before {
+		t.Errorf("rolling downgrade, failing canary: the cluster changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkAt(t, c, "1.2.0", all...)
 
 	// The master rebooted between batches: cron's resume goes on from the batch it was in.
 	h := startHeld(t, c, "batch-3", "upgrade", "--to=1.1.0", "--yes")
