@@ -251,6 +251,11 @@ func TestRollingFailures(t *testing.T) {
 
 	// The master rebooted between batches: cron's resume goes on from the batch it was in.
 	h := startHeld(t, c, "batch-3", "upgrade", "--to=1.1.0", "--yes")
+	// Mixed on purpose while the run is pending: plan refuses, and advises resuming or
+	// aborting the run, never syncing the switched nodes back.
+	if res := cutover(t, c, "plan", "--to=1.1.0"); res.ExitCode != 1 || strings.Contains(res.Stdout+res.Stderr, "cutover sync") || !strings.Contains(res.Stdout+res.Stderr, "--resume") {
+		t.Errorf("plan during a pending rolling run: exit %d, want 1 advising --resume and no sync:\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
 	if err := c.Reboot(ctx, c.Master); err != nil {
 		t.Fatal(err)
 	}
