@@ -173,6 +173,11 @@ func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*Statu
 		st.Lock = &h
 	}
 	st.readJournal(ctx, cfg)
+	if lr := st.LastRun; lr != nil && lr.Outcome == string(journal.Running) && st.Lock == nil {
+		// No process holds the run lock: the run's process died. It is interrupted, not
+		// running, whatever its journal record last said.
+		lr.Outcome = OutcomeInterrupted
+	}
 
 	// The nodes and the master's version are read at the same time as verify runs.
 	verifyDone := make(chan *VerifyStatus, 1)

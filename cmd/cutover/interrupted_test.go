@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -246,6 +248,15 @@ func TestPendingRunRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"upgrade", "--abort"}, exitPastPONR, "intent.json"},
+		{"--skip-node of the master", func(t *testing.T, lc *localCluster) {
+			interrupted(t, lc, execution{through: "config-upgrade", in: "ensure-dirs"})
+		}, []string{"upgrade", "--resume", "--skip-node", "MASTER"}, exitUsage, "the master cannot be skipped"},
+		{"--skip-node of no node", func(t *testing.T, lc *localCluster) {
+			interrupted(t, lc, execution{through: "config-upgrade", in: "ensure-dirs"})
+		}, []string{"upgrade", "--abort", "--skip-node", "node9"}, exitPastPONR, "cannot be undone"},
+		{"--skip-node with --to", func(t *testing.T, lc *localCluster) {
+			interrupted(t, lc, execution{through: "drain"})
+		}, []string{"upgrade", "--to=1.1.0", "--skip-node", "node2"}, exitUsage, "--skip-node goes with --resume or --abort"},
 		{"the configuration of another application", func(t *testing.T, lc *localCluster) {
 			interrupted(t, lc, execution{through: "drain"})
 			lc.writeConfig(strings.Replace(lc.read("cutover.toml"), `app = "app"`, `app = "other"`, 1))
@@ -266,7 +277,12 @@ func TestPendingRunRefusals(t *testing.T) {
 			tt.prepare(t, lc)
 			before := lc.snapshot()
 			intent := lc.read("state/intent.json")
-			code, out, errOut := lc.cutover(tt.args...)
+			host, _ := os.Hostname()
+			args := slices.Clone(tt.args)
+			for i, a := range args {
+				args[i] = strings.ReplaceAll(a, "MASTER", host)
+			}
+			code, out, errOut := lc.cutover(args...)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q\nstdout:\n%s", code, errOut, tt.code, tt.want, out)
 			}
@@ -397,5 +413,32 @@ func TestConfirmInterrupted(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("confirm still waits for Enter 5 s after SIGINT")
+	}
+}
+
+// TestStatusInterruptedRun: a run the journal calls running while no process holds the run
+// lock (its process died, as a killed restore's does) is shown interrupted, not running.
+func TestStatusInterruptedRun(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	lc.mkdir("state")
+	store := journal.NewStore(lc.path("state/journal.db"))
+	host, _ := os.Hostname()
+	if _, err := store.CreateRun(context.Background(), journal.Run{Kind: "restore", From: "1.1.0", To: "1.0.0", Direction: "restore", Host: host, PID: 4242}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := lc.cutover("--output", "json", "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	var doc struct {
+		LastRun struct {
+			Outcome string `json:"outcome"`
+		} `json:"last_run"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("status document: %v\n%s", err, out)
+	}
+	if doc.LastRun.Outcome != "interrupted" {
+		t.Errorf("last run %q, want interrupted", doc.LastRun.Outcome)
 	}
 }
