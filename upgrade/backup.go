@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cutover/cutover/journal"
 	archive "github.com/cutover/cutover/upgrade/backup"
 )
 
@@ -47,7 +48,7 @@ func (backup) Run(ctx context.Context, r *Run) error {
 		r.Warn("backup: not archived (listed in the manifest): %s", skippedList(unexpected))
 	}
 	r.Note("%s", note)
-	removed, err := archive.Prune(BackupDir(r.Config), r.Config.App, r.Config.Policy.BackupKeep, r.From)
+	removed, err := archive.Prune(BackupDir(r.Config), r.Config.App, r.Config.Policy.BackupKeep, r.From, backupRuns(ctx, r, path))
 	for _, p := range removed {
 		r.log.Printf("backup: removed old archive %s", p)
 	}
@@ -55,6 +56,24 @@ func (backup) Run(ctx context.Context, r *Run) error {
 		r.Warn("backup retention: %v", err)
 	}
 	return nil
+}
+
+// backupRuns maps each archive a journaled run took (its "backup" fact) to the run's id, the
+// one just written (path) to this run's: the order retention follows. A journal that cannot
+// be read leaves the runs it holds unknown, which only makes retention keep more.
+func backupRuns(ctx context.Context, r *Run, path string) map[string]uint64 {
+	out := map[string]uint64{}
+	if runs, err := journal.NewStore(JournalPath(r.Config)).Runs(ctx); err == nil {
+		for _, jr := range runs {
+			if p := jr.Facts["backup"]; p != "" {
+				out[strings.TrimSuffix(filepath.Base(p), ".tar.gz")] = jr.ID
+			}
+		}
+	} else {
+		r.log.Printf("backup retention: the journal's runs: %v", err)
+	}
+	out[strings.TrimSuffix(filepath.Base(path), ".tar.gz")] = r.ID
+	return out
 }
 
 // Once makes a resumed run skip the stage when an earlier execution completed it.

@@ -154,17 +154,24 @@ func describe(ctx context.Context, dir, app, id string, sc Scope, verify bool) I
 // Prune removes the oldest switch archives of app in dir beyond keep, but never the newest
 // one taken from the live version, then syncs dir. Archives kept before a restore are not
 // counted and never removed. It returns the removed paths.
-func Prune(dir, app string, keep int, live string) ([]string, error) {
+//
+// Age is the order of the runs that took the archives, as runs (archive id -> run id, from
+// the journal) gives it, never the wall clock: a clock that jumped backwards gives the newest
+// archive the oldest time in its name, and it must still count as the newest. Archives no
+// journaled run names are older than every one that is, and among themselves ordered by the
+// time in their names.
+func Prune(dir, app string, keep int, live string, runs map[string]uint64) ([]string, error) {
 	ids, err := IDs(dir, app)
 	if err != nil {
 		return nil, err
 	}
 	var switches []string
-	for i := len(ids) - 1; i >= 0; i-- { // newest first
+	for i := len(ids) - 1; i >= 0; i-- { // newest time first
 		if KindOf(ids[i]) == KindSwitch {
 			switches = append(switches, ids[i])
 		}
 	}
+	sort.SliceStable(switches, func(i, j int) bool { return runs[switches[i]] > runs[switches[j]] })
 	protect := ""
 	for _, id := range switches {
 		if strings.HasPrefix(id, app+"-"+live+"-to-") {

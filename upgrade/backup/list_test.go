@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, err := Prune(dir, "app", 2, "1.0.0")
+	removed, err := Prune(dir, "app", 2, "1.0.0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,40 @@ func TestPrune(t *testing.T) {
 	left, _ := IDs(dir, "app")
 	if len(left) != 4 {
 		t.Errorf("left %v, want the two newest, the live version's and the kept state", left)
+	}
+}
+
+// TestPruneFollowsRunOrder: after the clock jumped backwards the newest run's archive has the
+// oldest time in its name; retention follows the journal's run order and keeps it.
+func TestPruneFollowsRunOrder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	runs := map[string]uint64{
+		"app-1.0.0-to-1.1.0-20260301T000000Z": 4,
+		"app-1.1.0-to-1.2.0-20260302T000000Z": 5,
+		"app-1.2.0-to-1.3.0-20250101T000000Z": 6, // the newest run, taken after the clock went back
+	}
+	names := []string{"app-0.9.0-to-1.0.0-20260201T000000Z"} // no journaled run: the oldest
+	for n := range runs {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n+".tar.gz"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Prune(dir, "app", 2, "1.3.0", runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range removed {
+		got = append(got, strings.TrimSuffix(filepath.Base(p), ".tar.gz"))
+	}
+	slices.Sort(got)
+	want := []string{"app-0.9.0-to-1.0.0-20260201T000000Z", "app-1.0.0-to-1.1.0-20260301T000000Z"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Prune removed %v, want %v: the two newest runs' archives stay", got, want)
 	}
 }
 

@@ -63,7 +63,7 @@ func TestWritesAreDurable(t *testing.T) {
 			f.backup()
 			f.backup()
 		}, run: func(f *fixture, _ string) error {
-			_, err := Prune(f.dir(), "app", 1, "1.1.0")
+			_, err := Prune(f.dir(), "app", 1, "1.1.0", nil)
 			return err
 		}, want: func(f *fixture) []string { return []string{f.dir()} }},
 	}
