@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+"""Running the cutover installed on a cluster's master and reading its JSON output.
+
+cutover prints, with --output json, either an event stream (one JSON object per line, the last
+one a "done" event) or one versioned document ({"apiVersion": "cutover/v1", "kind": ...}). Its
+exit code means the same in both (docs/json.md). Nothing here reads cutover's text output.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+# EXIT_MEANINGS are cutover's exit codes, as its --help documents them.
+EXIT_MEANINGS = {
+    0: "done",
+    1: "failed and rolled back, or a check refused the run: the cluster is as before",
+    2: "usage or bad input: nothing was touched",
+    3: "a run is left pending (failed past the point of no return, an undo failed, or it "
+       "cannot go on now): the message names the nodes and what to run next",
+    4: "another cutover run holds the lock",
+    5: "this host is not the cluster's master",
+}
+
+# COMMON_ARGS are the options every module of the collection takes.
+COMMON_ARGS = dict(
+    cutover_path=dict(type="path", default="/usr/sbin/cutover"),
+    config=dict(type="path"),
+)
+
+
+def exit_meaning(rc):
+    """Return what cutover's exit code rc means."""
+    return EXIT_MEANINGS.get(rc, "unexpected exit code %d" % rc)
+
+
+class Cutover(object):
+    """Cutover runs one cutover program for a module."""
+
+    def __init__(self, module):
+        self.module = module
+        self.path = module.params["cutover_path"]
+        self.config = module.params.get("config")
+
+    def argv(self, args):
+        """Return the command line of a cutover command with JSON output."""
+        argv = [self.path, "--output", "json"]
+        if self.config:
+            argv += ["--config", self.config]
+        return argv + list(args)
+
+    def _run(self, args):
+        argv = self.argv(args)
+        rc, out, err = self.module.run_command(argv, environ_update={"LC_ALL": "C"})
+        return argv, rc, out, err
+
+    def events(self, args):
+        """Run a command that prints an event stream; return (rc, events, done, stderr).
+
+        done is the last event when it is a "done" event, otherwise None (cutover died, or is
+        not the program at cutover_path).
+        """
+        argv, rc, out, err = self._run(args)
+        events = []
+        for line in out.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                self.fail_output(argv, rc, out, err, "a line of its output is not JSON: %s" % line[:200])
+        done = events[-1] if events and events[-1].get("type") == "done" else None
+        return rc, events, done, err
+
+    def document(self, args, kind):
+        """Run a command that prints one document of kind; return (rc, document, stderr)."""
+        argv, rc, out, err = self._run(args)
+        try:
+            doc = json.loads(out) if out.strip() else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict) or doc.get("kind") != kind:
+            self.fail_output(argv, rc, out, err, "want a %s document" % kind)
+        return rc, doc, err
+
+    def fail_output(self, argv, rc, out, err, why):
+        """Fail the module because cutover's output could not be read."""
+        self.module.fail_json(
+            msg="%s: %s (exit code %d: %s)" % (" ".join(argv), why, rc, last_line(err) or last_line(out)),
+            rc=rc, exit_meaning=exit_meaning(rc), cmd=argv, stdout=out, stderr=err)
+
+
+def last_line(text):
+    """Return the last non-empty line of text."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def error_message(done, stderr, rc):
+    """Return cutover's own message for a command that exited rc."""
+    if done and done.get("error"):
+        return done["error"]
+    line = last_line(stderr)
+    if line:
+        return line
+    return "cutover exited %d: %s" % (rc, exit_meaning(rc))
+
+
+def node_failures(events):
+    """Return the per-node failures of a run's events: stage, node, error, exit_code, stderr_tail."""
+    failures = []
+    seen = set()
+    for e in events:
+        if e.get("type") not in ("stage", "undo", "batch"):
+            continue
+        for n in e.get("nodes") or []:
+            if n.get("ok"):
+                continue
+            key = (e.get("stage"), n.get("node"), n.get("error"))
+            if key in seen:
+                continue
+            seen.add(key)
+            failures.append(dict(
+                stage=e.get("stage", ""),
+                node=n.get("node", ""),
+                error=n.get("error", ""),
+                exit_code=n.get("exit_code"),
+                stderr_tail=n.get("stderr_tail", ""),
+            ))
+    return failures
+
+
+def stage_results(events):
+    """Return each stage's last state in a run's events, in order: stage, state, ok, of, message."""
+    order = []
+    last = {}
+    for e in events:
+        if e.get("type") != "stage" or not e.get("stage"):
+            continue
+        name = e["stage"]
+        if name not in last:
+            order.append(name)
+        last[name] = dict(stage=name, state=e.get("state", ""), ok=e.get("ok"), of=e.get("of"),
+                          message=e.get("message", ""), ponr=bool(e.get("ponr")))
+    return [last[name] for name in order]
+
+
+def seconds(ns):
+    """Return a duration in nanoseconds as seconds, rounded to the millisecond."""
+    return round((ns or 0) / 1e9, 3)
