@@ -148,8 +148,12 @@ func decodeOps(file, name string, raws []json.RawMessage, errs []error) ([]Op, [
 	return ops, errs
 }
 
-// decodeStrict decodes exactly one JSON value into v, rejecting unknown fields.
+// decodeStrict decodes exactly one JSON value into v, rejecting unknown fields and a value
+// that nests deeper than MaxJSONDepth.
 func decodeStrict(data []byte, v any) error {
+	if err := CheckJSONDepth(data, MaxJSONDepth); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -261,8 +261,12 @@ func (op Op) String() string {
 	return op.Op + " " + op.Path
 }
 
-// decodeJSON decodes exactly one JSON value from data, keeping numbers exact.
+// decodeJSON decodes exactly one JSON value from data, keeping numbers exact; a value that
+// nests deeper than MaxJSONDepth is refused before it is decoded.
 func decodeJSON(data []byte) (any, error) {
+	if err := CheckJSONDepth(data, MaxJSONDepth); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

@@ -34,7 +34,7 @@ type SSHConfig struct {
 	CommandTimeout    time.Duration // per command; default 10m
 	KeepaliveInterval time.Duration // default 5s
 	KeepaliveMax      int           // missed keepalives before the connection is declared dead; default 3
-	FileTimeout       time.Duration // per SFTP operation (a stat, a whole file read or write); default 1m
+	FileTimeout       time.Duration // per SFTP operation (a stat, a whole file read or write); default 1m, never more than CommandTimeout
 }
 
 // withDefaults returns cfg with zero values replaced by the defaults.
@@ -54,6 +54,9 @@ func (cfg SSHConfig) withDefaults() SSHConfig {
 	if cfg.FileTimeout <= 0 {
 		cfg.FileTimeout = DefaultFileTimeout
 	}
+	// A file operation has at most a command's deadline: a node whose SFTP server stops
+	// answering fails within ConnectTimeout + CommandTimeout, like one whose commands hang.
+	cfg.FileTimeout = min(cfg.FileTimeout, cfg.CommandTimeout)
 	return cfg
 }
 
