@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sync"
@@ -87,7 +88,22 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
 	}
 	line := QuoteArgs(argv)
-	return c.run(ctx, line, line)
+	return c.run(ctx, line, line, nil)
+}
+
+// RunOutput runs argv as Run does, but writes the command's standard output to out as it
+// comes instead of keeping it, for output that may pass Run's read limit (the listing of a
+// tree of 100,000 files). The Result's Stdout is empty. out should not fail: what it does
+// with output it cannot use, it remembers, and its caller asks it after RunOutput returns.
+func (c *Conn) RunOutput(ctx context.Context, out io.Writer, argv ...string) (Result, error) {
+	if len(argv) == 0 {
+		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	line := QuoteArgs(argv)
+	return c.run(ctx, line, line, out)
 }
 
 // RunShell runs script with `sh -c` on the node, with the same results and
@@ -97,7 +113,7 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 // itself, rather than an sh started by that line: a process less per
 // command.
 func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
-	return c.run(ctx, "sh -c "+Quote(script), script)
+	return c.run(ctx, "sh -c "+Quote(script), script, nil)
 }
 
 // run runs body, a shell command line, under the watchdog; line is the
@@ -105,23 +121,24 @@ func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
 // the pool has a command tag, what commands of that tag left running on the
 // node is killed first (once per connection and tag): over SSH by the same
 // session, ahead of the command.
-func (c *Conn) run(ctx context.Context, line, body string) (Result, error) {
+// Standard output goes to out, or, when out is nil, into the Result up to the read limit.
+func (c *Conn) run(ctx context.Context, line, body string, out io.Writer) (Result, error) {
 	tag := c.pool.commandTag()
 	if tag == "" || c.ssh == nil {
 		if err := c.reap(ctx, tag); err != nil {
 			return Result{Node: c.name, Command: line, ExitCode: -1}, err
 		}
-		return c.runTagged(ctx, line, body, body, tag, false)
+		return c.runTagged(ctx, line, body, body, tag, false, out)
 	}
 	c.reapMu.Lock()
 	if c.reaped[tag] {
 		c.reapMu.Unlock()
-		return c.runTagged(ctx, line, body, body, tag, false)
+		return c.runTagged(ctx, line, body, body, tag, false, out)
 	}
 	// The first command of the tag on this connection reaps ahead of itself;
 	// the lock holds back the connection's other commands of the tag until
 	// it has.
-	res, err := c.runTagged(ctx, line, body, body, tag, true)
+	res, err := c.runTagged(ctx, line, body, body, tag, true, out)
 	if res.ExitCode >= 0 {
 		c.markReaped(tag)
 	}
@@ -132,19 +149,19 @@ func (c *Conn) run(ctx context.Context, line, body string) (Result, error) {
 // runTagged runs body under the watchdog, recording it under tag when tag
 // is not empty. With reapFirst, the session first kills what commands of
 // tag left running on the node (SSH only).
-func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, reapFirst bool) (Result, error) {
+func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, reapFirst bool, out io.Writer) (Result, error) {
 	if c.ssh == nil {
-		return c.runLocal(ctx, line, shown, body, tag)
+		return c.runLocal(ctx, line, shown, body, tag, out)
 	}
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	stdout, stderr := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
+	stdout, stderr := newStdout(out), newTailBuffer(maxStderr)
 	remote := sshLine(body, tag, c.name)
 	if reapFirst {
 		remote = reapLine(tag, c.name) + remote
 	}
-	code, err := c.ssh.run(runCtx, remote, stdout, stderr)
+	code, err := c.ssh.run(runCtx, remote, stdout.w, stderr)
 	timedOut := false
 	if err != nil && runCtx.Err() != nil {
 		// The command was stopped: by the caller, or by its timeout.
@@ -154,12 +171,12 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 			err, timedOut = runCtx.Err(), true
 		}
 	}
-	outBytes, errBytes := stdout.Bytes(), stderr.Bytes()
+	outBytes, errBytes := stdout.bytes(), stderr.Bytes()
 	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: outBytes, Stderr: errBytes, Duration: time.Since(start)}
 	if err != nil {
 		res.ExitCode = -1
 	}
-	return res, commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err)
+	return res, commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err, stdout.cut())
 }
 
 // reap kills, once per connection and tag, the commands of tag that an
@@ -177,7 +194,7 @@ func (c *Conn) reap(ctx context.Context, tag string) error {
 	}
 	shown := "kill the commands of " + tag + " left running"
 	reapOnly := reapLine(tag, c.name) + "exit 0\n"
-	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false); err != nil {
+	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false, nil); err != nil {
 		return err
 	}
 	c.markReaped(tag)

@@ -25,13 +25,13 @@ func (c *Conn) RunInput(ctx context.Context, input io.Reader, argv ...string) (R
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	stdout, stderr := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
+	stdout, stderr := newStdout(nil), newTailBuffer(maxStderr)
 	var code int
 	var err error
 	if c.ssh != nil {
-		code, err = c.ssh.runInput(runCtx, line, input, stdout, stderr)
+		code, err = c.ssh.runInput(runCtx, line, input, stdout.w, stderr)
 	} else {
-		code, err = runInputLocal(runCtx, line, input, stdout, stderr)
+		code, err = runInputLocal(runCtx, line, input, stdout.w, stderr)
 	}
 	timedOut := false
 	if err != nil && runCtx.Err() != nil {
@@ -41,11 +41,11 @@ func (c *Conn) RunInput(ctx context.Context, input io.Reader, argv ...string) (R
 			err, timedOut = runCtx.Err(), true
 		}
 	}
-	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
+	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: stdout.bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
 	if err != nil {
 		res.ExitCode = -1
 	}
-	return res, commandError(c.name, line, res.ExitCode, res.Stderr, timedOut, c.timeout, err)
+	return res, commandError(c.name, line, res.ExitCode, res.Stderr, timedOut, c.timeout, err, stdout.cut())
 }
 
 // runInputLocal runs line with sh on this host, in a process group of its

@@ -271,12 +271,10 @@ func LoadInventory(ctx context.Context, master string, static []Node, nodesComma
 	if nodesCommand == "" {
 		return NewInventory(master, static)
 	}
-	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout, "", "")
-	if err := commandError("nodes_command", nodesCommand, code, stderr, timedOut, nodesCommandTimeout, err); err != nil {
+	sink := newStdout(nil)
+	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout, "", "", sink)
+	if err := commandError("nodes_command", nodesCommand, code, stderr, timedOut, nodesCommandTimeout, err, sink.cut()); err != nil {
 		return nil, err
-	}
-	if len(stdout) >= maxStdout {
-		return nil, fmt.Errorf("nodes_command %q: printed %d bytes or more", nodesCommand, maxStdout)
 	}
 	inv, err := ParseNodeList(master, stdout)
 	if err != nil {

@@ -18,11 +18,11 @@ import (
 // the command did not run to an exit), the bounded output, and the error
 // that stopped it, if any. A command stopped by its timeout or ctx is
 // killed with its process group before execLocal returns.
-func execLocal(ctx context.Context, line string, timeout time.Duration, tag, node string) (code int, stdout, stderr []byte, timedOut bool, err error) {
+func execLocal(ctx context.Context, line string, timeout time.Duration, tag, node string, out *stdoutSink) (code int, stdout, stderr []byte, timedOut bool, err error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	outBuf, errBuf := newHeadBuffer(maxStdout), newTailBuffer(maxStderr)
-	p, err := startLocal(line, tag, node, outBuf, errBuf)
+	errBuf := newTailBuffer(maxStderr)
+	p, err := startLocal(line, tag, node, out.w, errBuf)
 	if err != nil {
 		return -1, nil, nil, false, err
 	}
@@ -34,7 +34,7 @@ func execLocal(ctx context.Context, line string, timeout time.Duration, tag, nod
 		stopped = true
 		p.stop()
 	}
-	stdout, stderr = outBuf.Bytes(), errBuf.Bytes()
+	stdout, stderr = out.bytes(), errBuf.Bytes()
 
 	ps := p.cmd.ProcessState
 	code = -1
@@ -188,19 +188,22 @@ func (p *localProc) closeOutput(grace time.Duration) {
 
 // runLocal runs body locally and fills a Result whose Command is line; see
 // Conn.Run.
-func (c *Conn) runLocal(ctx context.Context, line, shown, body, tag string) (Result, error) {
+func (c *Conn) runLocal(ctx context.Context, line, shown, body, tag string, out io.Writer) (Result, error) {
 	start := time.Now()
-	code, stdout, stderr, timedOut, err := execLocal(ctx, body, c.timeout, tag, c.name)
+	sink := newStdout(out)
+	code, stdout, stderr, timedOut, err := execLocal(ctx, body, c.timeout, tag, c.name, sink)
 	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: stdout, Stderr: stderr, Duration: time.Since(start)}
-	return res, commandError(c.name, shown, code, stderr, timedOut, c.timeout, err)
+	return res, commandError(c.name, shown, code, stderr, timedOut, c.timeout, err, sink.cut())
 }
 
-// commandError builds the error for a finished command, nil for exit 0.
-func commandError(node, shown string, code int, stderr []byte, timedOut bool, timeout time.Duration, err error) error {
-	if err == nil && code == 0 {
+// commandError builds the error for a finished command: nil for exit 0, unless its standard
+// output passed the read limit (cut > 0, the limit): then the output kept is not all the
+// command printed, and the error says so.
+func commandError(node, shown string, code int, stderr []byte, timedOut bool, timeout time.Duration, err error, cut int) error {
+	if err == nil && code == 0 && cut == 0 {
 		return nil
 	}
-	re := &runError{node: node, command: shown, code: code, tail: stderrTail(stderr), err: err}
+	re := &runError{node: node, command: shown, code: code, tail: stderrTail(stderr), err: err, cut: cut}
 	if timedOut {
 		re.timeout = timeout
 	}

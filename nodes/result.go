@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ type runError struct {
 	tail    string // the end of standard error, on one line
 	timeout time.Duration
 	err     error // the transport or context error, if any
+	cut     int   // the read limit its standard output passed; 0 when it did not
 }
 
 func (e *runError) Error() string {
@@ -48,8 +50,14 @@ func (e *runError) Error() string {
 		fmt.Fprintf(&b, "timed out after %s", e.timeout)
 	case e.err != nil:
 		b.WriteString(e.err.Error())
-	default:
+	case e.code != 0 || e.cut == 0:
 		fmt.Fprintf(&b, "exit %d", e.code)
+	}
+	if e.cut > 0 {
+		if e.timeout > 0 || e.err != nil || e.code != 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "its standard output passed cutover's read limit of %d bytes: the output is not used", e.cut)
 	}
 	if e.tail != "" {
 		b.WriteString(": ")
@@ -69,6 +77,13 @@ func ExitCode(err error) (int, bool) {
 		return re.code, true
 	}
 	return -1, false
+}
+
+// IsOutputCut reports whether err says a command's standard output passed the read limit
+// of Run (the first 4 MiB are kept): such output is never used as if it were whole.
+func IsOutputCut(err error) bool {
+	var re *runError
+	return errors.As(err, &re) && re.cut > 0
 }
 
 // IsTimeout reports whether err says time ran out: a command hit its
@@ -138,6 +153,38 @@ func (h *headBuffer) Truncated() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.truncated
+}
+
+// stdoutSink is where a command's standard output goes: into a head buffer of the read
+// limit (maxStdout), or, for RunOutput, to the caller's writer unbounded.
+type stdoutSink struct {
+	w    io.Writer
+	head *headBuffer // nil when streaming
+}
+
+// newStdout returns the sink for out: out itself, or a head buffer when out is nil.
+func newStdout(out io.Writer) *stdoutSink {
+	if out != nil {
+		return &stdoutSink{w: out}
+	}
+	h := newHeadBuffer(maxStdout)
+	return &stdoutSink{w: h, head: h}
+}
+
+// bytes returns what the head buffer kept; nil when streaming.
+func (s *stdoutSink) bytes() []byte {
+	if s.head == nil {
+		return nil
+	}
+	return s.head.Bytes()
+}
+
+// cut returns the read limit when the output passed it, otherwise 0.
+func (s *stdoutSink) cut() int {
+	if s.head == nil || !s.head.Truncated() {
+		return 0
+	}
+	return s.head.max
 }
 
 // tailBuffer keeps the last max bytes written to it. Safe for concurrent use.

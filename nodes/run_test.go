@@ -56,7 +56,9 @@ func TestRun(t *testing.T) {
 		{name: "stdout and stderr", script: "echo out; echo err >&2", wantStdout: "out\n", wantStderr: "err\n"},
 		{name: "shell syntax", script: `for i in 1 2 3; do printf "$i"; done; [ "$(echo x)" = x ] && echo ok`,
 			wantStdout: "123ok\n"},
-		{name: "stdout bounded", script: "head -c 5000000 /dev/zero", wantStdout: strings.Repeat("\x00", 4<<20)},
+		{name: "stdout past the limit is an error", script: "head -c 5000000 /dev/zero", wantStdout: strings.Repeat("\x00", 4<<20),
+			wantErr: `run "head -c 5000000 /dev/zero": its standard output passed cutover's read limit of 4194304 bytes`},
+		{name: "stdout at the limit", script: "head -c 4194304 /dev/zero", wantStdout: strings.Repeat("\x00", 4<<20)},
 		{name: "stderr keeps the end", script: "head -c 100000 /dev/zero | tr '\\000' x >&2; echo END >&2",
 			wantStderr: strings.Repeat("x", 64<<10-4) + "END\n"},
 	}
@@ -104,6 +106,40 @@ func TestRun(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRunOutput checks that RunOutput streams output of any length, and that RunInput, like
+// Run, fails a command whose output passes the read limit, naming the node, the command and
+// the limit.
+func TestRunOutput(t *testing.T) {
+	t.Parallel()
+	const n = 10 << 20
+	for _, c := range transports(t, nil) {
+		t.Run(transportName(c), func(t *testing.T) {
+			t.Parallel()
+			var out countWriter
+			res, err := c.RunOutput(context.Background(), &out, "head", "-c", strconv.Itoa(n), "/dev/zero")
+			if err != nil || out.n != n || len(res.Stdout) != 0 {
+				t.Errorf("RunOutput of %d bytes = %d streamed, %d kept, %v; want all streamed, none kept", n, out.n, len(res.Stdout), err)
+			}
+			if nodes.IsOutputCut(err) {
+				t.Errorf("IsOutputCut(%v) = true", err)
+			}
+			_, err = c.RunInput(context.Background(), strings.NewReader(""), "head", "-c", strconv.Itoa(n), "/dev/zero")
+			want := fmt.Sprintf("%s: run \"head -c %d /dev/zero\": its standard output passed cutover's read limit of %d bytes", c.Node(), n, 4<<20)
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !nodes.IsOutputCut(err) {
+				t.Errorf("RunInput printing %d bytes = %v, want %q", n, err, want)
+			}
+		})
+	}
+}
+
+// countWriter counts what is written to it.
+type countWriter struct{ n int }
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	return len(p), nil
 }
 
 func TestRunCommandLine(t *testing.T) {
