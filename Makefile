@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # DEB is a stable name for the package `make deb` builds as bin/cutover_<version>_<arch>.deb.
 DEB     := bin/cutover.deb
 
-.PHONY: build deb test lint deps images race bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down
+.PHONY: build deb test lint deps images race bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down crash-all
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cutover
@@ -37,6 +37,12 @@ test: deps lint deb images
 RACE_PKGS = ./nodes/... ./upgrade/... ./journal/... ./layout/... ./cfgupgrade/...
 race:
 	$(GO) test -race -count=1 -timeout 20m -parallel 4 $(RACE_PKGS)
+
+# The crash-point test with the power cut at every crash point of every scenario (make test cuts
+# it at a spread of them that covers every stage and every kind of point). It mounts a small
+# ext4 per point, so it needs root and loop devices.
+crash-all: deps
+	CUTOVER_CRASH_ALL=1 $(GO) test -count=1 -timeout 120m -run '^TestCrashPoints$$' -v ./cmd/cutover/
 
 # The container images of the test clusters (the demo cluster's nodes and the Ganeti nodes),
 # built side by side before the tests so that a first build, a few minutes of debootstrap, is

@@ -2,8 +2,9 @@
 # setup.sh installs what cutover's tests need on a fresh Debian machine and is a no-op when
 # everything is there: OpenSSH (real sshd for the node-access tests), pdsh (the benchmark's
 # baseline), openssl (the hasher staging prefers on a node), debootstrap (the test cluster's
-# node image), iproute2 (cutting nodes off), and dpkg-dev, lintian and systemd (building the
-# Debian package, checking it, verifying its unit).
+# node image), iproute2 (cutting nodes off), dpkg-dev, lintian and systemd (building the
+# Debian package, checking it, verifying its unit), and e2fsprogs and mount (the crash-point
+# test's power cuts).
 # It also creates the unprivileged login used by the SSH tests and benchmarks, whose shell
 # reads no start-up files, so timings measure cutover and sshd, not a shell profile.
 set -euo pipefail
@@ -20,6 +21,9 @@ command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
 command -v dpkg-architecture >/dev/null 2>&1 || need+=(dpkg-dev)
 command -v lintian >/dev/null 2>&1 || need+=(lintian)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+# The crash-point test's power-cut mode puts each point on a loop-mounted ext4.
+command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
+command -v losetup >/dev/null 2>&1 || [ -x /sbin/losetup ] || need+=(mount)
 
 # The layout tests unpack Debian's ganeti packages: they need the package lists.
 fresh_lists=no

@@ -63,6 +63,9 @@ type crashFixture struct {
 	master    string
 	nodes     []string // every node, the master first
 	runs      int      // cutover processes started so far
+	// powerCut, when set, is the mount point of the file system that holds the root: a crash
+	// point cuts its power before it kills cutover (upgrade.CrashPowerCutEnv).
+	powerCut string
 }
 
 // fixtureOpts describe a crash fixture.
@@ -88,6 +91,9 @@ type fixtureOpts struct {
 	rolling bool
 	// failVerify makes node_verify fail: the rolling run switches its batches back.
 	failVerify bool
+	// root, when set, is an empty directory made for the fixture (a file system of its own,
+	// in the power-cut mode); otherwise the fixture makes a new one under its base.
+	root string
 }
 
 // crashCommandName matches a command of the fixture: each starts with ": NAME;", a no-op
@@ -99,9 +105,12 @@ func newCrashFixture(base string, o fixtureOpts) (*crashFixture, error) {
 	if o.ssh != nil {
 		base = o.sshDir
 	}
-	root, err := os.MkdirTemp(base, "p")
-	if err != nil {
-		return nil, err
+	root := o.root
+	if root == "" {
+		var err error
+		if root, err = os.MkdirTemp(base, "p"); err != nil {
+			return nil, err
+		}
 	}
 	host, err := os.Hostname()
 	if err != nil {
@@ -413,6 +422,9 @@ func (f *crashFixture) cutover(crashAt int, args ...string) crashRun {
 	cmd.Env = append(cmd.Env, crashMainEnv+"=1", upgrade.CrashLogEnv+"="+logPath)
 	if crashAt > 0 {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", upgrade.CrashAtEnv, crashAt))
+		if f.powerCut != "" {
+			cmd.Env = append(cmd.Env, upgrade.CrashPowerCutEnv+"="+f.powerCut)
+		}
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A run that hangs is asked for its goroutines first (Go prints them on SIGQUIT and

@@ -58,6 +58,9 @@ type crashScenario struct {
 	// resume, recovered by --resume), "abort" (recovered by --abort), "restore", "sync".
 	kind string
 	args []string
+	// powerCut runs the scenario in the power-cut mode (powercut_test.go): the fixture is on
+	// a file system of its own whose power each crash point cuts.
+	powerCut bool
 }
 
 // crashProblem is one part of the invariant that a crash point broke. class names the kind
@@ -124,7 +127,8 @@ func crashScenarios() []crashScenario {
 type crashResults struct {
 	mu        sync.Mutex
 	scenarios map[string][]crashPoint
-	broken    []string // scenarios whose reference run failed
+	counts    map[string]int // each scenario's crash points, tried or not
+	broken    []string       // scenarios whose reference run failed
 }
 
 // TestCrashPoints kills cutover at every crash point of an upgrade, a downgrade, two undos, an
@@ -133,34 +137,49 @@ type crashResults struct {
 // fixture. Each scenario is a parallel subtest, but its work starts as soon as the subtest is
 // selected, not when -parallel lets it run: the points of every scenario share one pool of
 // crashSlots processes, so the test takes as long as its points need, not as long as
-// GOMAXPROCS scenarios at a time would.
+// GOMAXPROCS scenarios at a time would. Every scenario runs again in the power-cut mode
+// (powercut/..., see powercut_test.go), at a spread of its points or, with CUTOVER_CRASH_ALL=1,
+// at all of them.
 func TestCrashPoints(t *testing.T) {
 	var err error
 	if crashBinary, err = os.Executable(); err != nil {
 		t.Fatal(err)
 	}
 	slots := make(chan struct{}, crashSlots())
-	res := &crashResults{scenarios: map[string][]crashPoint{}}
+	res := &crashResults{scenarios: map[string][]crashPoint{}, counts: map[string]int{}}
 	start := time.Now()
 	t.Run("scenario", func(t *testing.T) {
-		for _, sc := range crashScenarios() {
-			t.Run(sc.name, func(t *testing.T) {
-				done := sc.start(t.TempDir(), slots)
+		for _, powerCut := range []bool{false, true} {
+			prefix := ""
+			if powerCut {
+				prefix = "powercut/"
+			}
+			for _, sc := range crashScenarios() {
+				sc.name, sc.powerCut = prefix+sc.name, powerCut
+				t.Run(sc.name, func(t *testing.T) {
+					if powerCut {
+						requirePowerCut(t)
+					}
+					done := sc.start(t.TempDir(), slots, newPowerDisks(t))
+					t.Parallel()
+					sc.finish(t, <-done, res)
+				})
+			}
+			t.Run(prefix+"sync", func(t *testing.T) {
+				// The node is a real sshd on this host, so the sync works over SSH and SFTP. It
+				// shares the master's file system: its links and config are the master's, so
+				// only its daemons tell a sync's source from its target (the container cluster
+				// tests a node that is really behind).
+				if powerCut {
+					requirePowerCut(t)
+				}
+				c := sshdtest.Start(t, 1)
+				sc := crashScenario{name: prefix + "sync", fix: fixtureOpts{live: "1.0.0", ssh: c, sshDir: c.UserDir(t)}, from: "1.0.0", to: "1.0.0", kind: "sync", args: []string{"sync", "node2"}, powerCut: powerCut}
+				done := sc.start(t.TempDir(), slots, newPowerDisks(t))
 				t.Parallel()
 				sc.finish(t, <-done, res)
 			})
 		}
-		t.Run("sync", func(t *testing.T) {
-			// The node is a real sshd on this host, so the sync works over SSH and SFTP. It
-			// shares the master's file system: its links and config are the master's, so
-			// only its daemons tell a sync's source from its target (the container cluster
-			// tests a node that is really behind).
-			c := sshdtest.Start(t, 1)
-			sc := crashScenario{name: "sync", fix: fixtureOpts{live: "1.0.0", ssh: c, sshDir: c.UserDir(t)}, from: "1.0.0", to: "1.0.0", kind: "sync", args: []string{"sync", "node2"}}
-			done := sc.start(t.TempDir(), slots)
-			t.Parallel()
-			sc.finish(t, <-done, res)
-		})
 	})
 	res.summarize(t, time.Since(start))
 }
@@ -177,11 +196,13 @@ func crashSlots() int {
 // crashOutcome is a scenario's finished enumeration.
 type crashOutcome struct {
 	points []crashPoint
+	count  int   // the scenario's crash points, tried or not
 	err    error // the reference run failed: no point was tried
 }
 
-// start enumerates the crash points of sc in the background, on the shared pool of slots.
-func (sc crashScenario) start(base string, slots chan struct{}) <-chan crashOutcome {
+// start enumerates the crash points of sc in the background, on the shared pool of slots: all
+// of them, or in the power-cut mode those powerCutPoints picks, each on a disk of disks.
+func (sc crashScenario) start(base string, slots chan struct{}, disks *powerDisks) <-chan crashOutcome {
 	done := make(chan crashOutcome, 1)
 	go func() {
 		slots <- struct{}{}
@@ -194,19 +215,27 @@ func (sc crashScenario) start(base string, slots chan struct{}) <-chan crashOutc
 			done <- crashOutcome{err: err}
 			return
 		}
-		points := make([]crashPoint, ref.count)
+		var which []int
+		if sc.powerCut {
+			which = powerCutPoints(ref.points)
+		} else {
+			for n := 1; n <= ref.count; n++ {
+				which = append(which, n)
+			}
+		}
+		points := make([]crashPoint, len(which))
 		var wg sync.WaitGroup
-		for n := 1; n <= ref.count; n++ {
+		for i, n := range which {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				slots <- struct{}{}
 				defer func() { <-slots }()
-				points[n-1] = sc.point(base, ref, n)
+				points[i] = sc.point(base, ref, n, disks)
 			}()
 		}
 		wg.Wait()
-		done <- crashOutcome{points: points}
+		done <- crashOutcome{points: points, count: ref.count}
 	}()
 	return done
 }
@@ -216,6 +245,7 @@ func (sc crashScenario) finish(t *testing.T, out crashOutcome, res *crashResults
 	t.Helper()
 	res.mu.Lock()
 	res.scenarios[sc.name] = out.points
+	res.counts[sc.name] = out.count
 	if out.err != nil {
 		res.broken = append(res.broken, fmt.Sprintf("%s: %v", sc.name, out.err))
 	}
@@ -338,9 +368,10 @@ func (sc crashScenario) setup(f *crashFixture, ref crashReference) ([]string, er
 }
 
 // point kills the scenario's command at crash point n on a fresh fixture, recovers and
-// checks the invariant.
-func (sc crashScenario) point(base string, ref crashReference, n int) crashPoint {
-	p := crashPoint{n: n, desc: "?"}
+// checks the invariant. In the power-cut mode the fixture is on a new disk of disks, whose
+// power the point cuts.
+func (sc crashScenario) point(base string, ref crashReference, n int, disks *powerDisks) (p crashPoint) {
+	p = crashPoint{n: n, desc: "?"}
 	fail := func(class, format string, args ...any) {
 		p.problems = append(p.problems, crashProblem{class, fmt.Sprintf(format, args...)})
 	}
@@ -349,13 +380,31 @@ func (sc crashScenario) point(base string, ref crashReference, n int) crashPoint
 		// Stops may be in flight at this point: make them outlast the grace.
 		fix.stopSleep = crashSlowStopSleep
 	}
+	var disk *powerDisk
+	if sc.powerCut {
+		diskBase := base
+		if fix.ssh != nil {
+			diskBase = fix.sshDir
+		}
+		var err error
+		if disk, err = disks.create(diskBase); err != nil {
+			fail("test setup failed", "power cut: %v", err)
+			return p
+		}
+		fix.root = disk.root
+		defer func() {
+			if err := disks.release(disk); err != nil {
+				fail("test setup failed", "power cut: %v", err)
+			}
+		}()
+	}
 	f, err := newCrashFixture(base, fix)
 	if err != nil {
 		fail("test setup failed", "%v", err)
 		return p
 	}
 	defer func() {
-		if len(p.problems) == 0 {
+		if len(p.problems) == 0 && disk == nil {
 			os.RemoveAll(f.root)
 		}
 	}()
@@ -367,6 +416,14 @@ func (sc crashScenario) point(base string, ref crashReference, n int) crashPoint
 		return p
 	}
 	beforeTree := f.tree() // restore: the state the restore replaces
+	if disk != nil {
+		// The point starts from a state on disk, and the command cuts the power.
+		if err := disk.sync(); err != nil {
+			fail("test setup failed", "power cut: syncfs: %v", err)
+			return p
+		}
+		f.powerCut = disk.root
+	}
 
 	p.subject = f.cutover(n, args...)
 	p.desc = p.subject.point(n)
@@ -380,13 +437,37 @@ func (sc crashScenario) point(base string, ref crashReference, n int) crashPoint
 		}
 		p.desc += " [not reached: the command ended by itself]"
 	}
+	cut := false
+	if disk != nil {
+		cut = disk.shutDown()
+		switch {
+		case p.subject.killed && !cut:
+			fail("power cut: the file system was still writable after the crash point", "%v", p.subject)
+		case !p.subject.killed && cut:
+			fail("power cut: cutover ran on after its crash point cut the power", "%v", p.subject)
+		}
+	}
 	if left := f.waitCommands(crashOutliveGrace); len(left) > 0 {
 		for _, l := range left {
 			fail("a command outlived cutover's kill -9", "%s still runs %s after cutover died", l, crashOutliveGrace)
 		}
 	}
+	if cut {
+		// The boot after the power cut: the file system is mounted again, its log replayed.
+		if err := disk.restart(); err != nil {
+			fail("test setup failed", "power cut: %v", err)
+			return p
+		}
+	}
 	afterKill := f.world()
-	afterRuns, _ := f.journalRuns()
+	afterRuns, afterErr := f.journalRuns()
+	if cut {
+		p.desc += " [power cut]"
+		if afterErr != nil {
+			fail("power cut: the journal is unreadable after the power came back", "%v", afterErr)
+		}
+		sc.checkDurable(f, &p, ref, afterKill, afterRuns, restoreArchive(preTree, beforeTree))
+	}
 	configs := map[string][]byte{"source's": ref.sourceConfig, "target's": ref.targetConfig}
 	if sc.kind == "restore" {
 		configs = map[string][]byte{"1.0.0 (archived)": ref.sourceConfig, "1.1.0 (before the restore)": ref.targetConfig}
@@ -574,14 +655,7 @@ func (sc crashScenario) recoverRestore(f *crashFixture, p *crashPoint, before cr
 	fail := func(class, format string, args ...any) {
 		p.problems = append(p.problems, crashProblem{class, fmt.Sprintf(format, args...)})
 	}
-	// The archive holds the state before the upgrade; files it does not hold are left alone.
-	archive := map[string]string{}
-	for k, v := range beforeTree {
-		archive[k] = v
-	}
-	for k, v := range preTree {
-		archive[k] = v
-	}
+	archive := restoreArchive(preTree, beforeTree)
 	cron := f.cutover(0, "upgrade", "--resume")
 	p.recovery = append(p.recovery, cron)
 	if cron.code != 0 || strings.TrimSpace(cron.stdout) != "" {
@@ -629,6 +703,19 @@ func (sc crashScenario) recoverRestore(f *crashFixture, p *crashPoint, before cr
 	if r, ok := lastRun(runs, "restore"); !ok || r.Outcome != journal.Succeeded {
 		fail("journal: the restore run again is not done", "%s", journalLine(runs, "restore"))
 	}
+}
+
+// restoreArchive is the state a restore of the backup taken before the upgrade writes: the
+// archive holds the state before the upgrade; files it does not hold are left alone.
+func restoreArchive(preTree, beforeTree map[string]string) map[string]string {
+	archive := map[string]string{}
+	for k, v := range beforeTree {
+		archive[k] = v
+	}
+	for k, v := range preTree {
+		archive[k] = v
+	}
+	return archive
 }
 
 // recoverSync: an interrupted sync is finished by running it again (cron's resume has nothing
@@ -835,9 +922,13 @@ func (res *crashResults) summarize(t *testing.T, took time.Duration) {
 		}
 		total += len(res.scenarios[name])
 		passed += ok
-		fmt.Fprintf(&b, "  %-32s %4d points %4d passed %4d failed\n", name, len(res.scenarios[name]), ok, len(res.scenarios[name])-ok)
+		of := ""
+		if c := res.counts[name]; c != len(res.scenarios[name]) {
+			of = fmt.Sprintf(" (of %d)", c)
+		}
+		fmt.Fprintf(&b, "  %-41s %4d points %4d passed %4d failed%s\n", name, len(res.scenarios[name]), ok, len(res.scenarios[name])-ok, of)
 	}
-	fmt.Fprintf(&b, "  %-32s %4d points %4d passed %4d failed\n", "total", total, passed, total-passed)
+	fmt.Fprintf(&b, "  %-41s %4d points %4d passed %4d failed\n", "total", total, passed, total-passed)
 	for _, s := range res.broken {
 		fmt.Fprintf(&b, "  NOT RUN: %s\n", s)
 	}
