@@ -17,7 +17,8 @@ func (pruneRemove) Where() Where { return OnAll }
 
 // pruneScript takes, after $1 (the share base) and $2 (the lib base), version directories: it
 // renames each one's trees out of sight, share first, then removes them and any leftovers of
-// an interrupted prune. Both bases are synced after the renames and after the removals, so
+// an interrupted prune, and the manifests (staging.ManifestPath) of trees that are gone. Both
+// bases are synced after the renames and after the removals, so
 // the prune is on disk when the stage records it done (a power cut never brings back a
 // version the journal says is gone).
 const pruneScript = `set -e
@@ -36,6 +37,12 @@ for base in "$share" "$lib"; do
 	for d in "$base"/.*.cutover-prune; do
 		[ -e "$d" ] || continue
 		rm -rf -- "$d"
+	done
+	for m in "$base"/.*.cutover-manifest; do
+		[ -e "$m" ] || [ -L "$m" ] || continue
+		v=${m##*/.}
+		v=${v%.cutover-manifest}
+		[ -e "$base/$v" ] || [ -L "$base/$v" ] || rm -f -- "$m"
 	done
 done
 sync -- "$share" "$lib"`

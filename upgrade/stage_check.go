@@ -26,10 +26,14 @@ func (stageCheck) ReadOnly() {}
 type treeState int
 
 const (
-	treeMissing treeState = iota
-	treeSame
+	treeMissing    treeState = iota
+	treeSame                 // the tree, contents and manifest included
+	treeUnrecorded           // the tree, contents included, without its manifest: place records it
 	treeDiffers
 )
+
+// held reports whether a node holds the tree already: nothing is sent for it.
+func (s treeState) held() bool { return s == treeSame || s == treeUnrecorded }
 
 func (s stageCheck) Run(ctx context.Context, r *Run) error {
 	j := s.job
@@ -56,17 +60,24 @@ func (s stageCheck) Run(ctx context.Context, r *Run) error {
 			tree *staging.Tree
 			dir  string
 		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
-			ok, err := staging.Installed(ctx, c, t.tree, t.dir)
+			// The tree on the node is judged by its content (the checksum of every file,
+			// computed there) and its manifest, never by sizes and times: an altered or
+			// half-written copy differs.
+			st, err := staging.Compare(ctx, c, t.tree, t.dir)
 			switch {
-			case ok:
-				states[i] = treeSame
-			case err == nil:
-				states[i] = treeMissing
-			default:
+			case st == staging.Differs:
 				states[i] = treeDiffers
 				diffs = append(diffs, err.Error())
+			case err != nil:
+				return onNode(n.Name, err)
+			case st == staging.Same:
+				states[i] = treeSame
+			case st == staging.Unrecorded:
+				states[i] = treeUnrecorded
+			default:
+				states[i] = treeMissing
 			}
-			if states[i] != treeSame {
+			if !states[i].held() {
 				if err := checkSpace(ctx, c, t.dir, t.tree.Bytes); err != nil {
 					return onNode(n.Name, err)
 				}
@@ -75,7 +86,7 @@ func (s stageCheck) Run(ctx context.Context, r *Run) error {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		j.states[n.Name] = states
-		if states == [2]treeState{treeSame, treeSame} {
+		if states[0].held() && states[1].held() {
 			j.already[n.Name] = true
 		}
 		if len(diffs) > 0 {

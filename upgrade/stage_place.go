@@ -10,8 +10,9 @@ import (
 )
 
 // stagePlace renames the checked temporary directories into place on every node, the share
-// tree last: the version counts as installed only once both trees are there. With --replace,
-// a differing copy is first moved aside and removed after.
+// tree last, each after its manifest is recorded beside it: the version counts as installed
+// only once both trees are there. With --replace, a differing copy is first moved aside and
+// removed after. A tree the node held without its manifest gets its manifest.
 type stagePlace struct{ job *stageJob }
 
 func (stagePlace) Name() string { return "place" }
@@ -35,7 +36,14 @@ func (s stagePlace) Run(ctx context.Context, r *Run) error {
 			tree *staging.Tree
 			dir  string
 		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
-			if states[i] == treeSame {
+			switch states[i] {
+			case treeSame:
+				continue
+			case treeUnrecorded:
+				// The node holds the tree, checked by checksum: only its manifest is missing.
+				if err := staging.Record(ctx, c, t.tree, t.dir, t.dir); err != nil {
+					return err
+				}
 				continue
 			}
 			old := path.Join(path.Dir(t.dir), "."+path.Base(t.dir)+".cutover-replaced")
@@ -44,7 +52,7 @@ func (s stagePlace) Run(ctx context.Context, r *Run) error {
 					return fmt.Errorf("move %s aside: %w", t.dir, err)
 				}
 			}
-			if err := staging.Place(ctx, c, t.dir, t.tree.Mode); err != nil {
+			if err := staging.Place(ctx, c, t.tree, t.dir); err != nil {
 				return err
 			}
 			if states[i] == treeDiffers {

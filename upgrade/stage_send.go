@@ -46,7 +46,7 @@ func (s stageSend) Run(ctx context.Context, r *Run) error {
 			tree *staging.Tree
 			dir  string
 		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
-			if states[i] == treeSame {
+			if states[i].held() {
 				continue
 			}
 			if _, err := staging.Send(ctx, c, t.tree, t.dir, func(b int64) { j.sent.Add(b) }); err != nil {

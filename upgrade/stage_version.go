@@ -278,6 +278,15 @@ func (l loggedStream) Run(ctx context.Context, argv ...string) (nodes.Result, er
 	return res, err
 }
 
+func (l loggedStream) RunOutput(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error) {
+	line := nodes.QuoteArgs(argv) + " > (stream)"
+	crashPoint(true, "%s: command started: %s", l.lc.node, line)
+	res, err := l.Conn.RunOutput(ctx, out, argv...)
+	crashPoint(false, "%s: command finished: %s", l.lc.node, line)
+	l.lc.log.Command(l.lc.node, line, res, err)
+	return res, err
+}
+
 func (l loggedStream) RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error) {
 	line := nodes.QuoteArgs(argv) + " < (stream)"
 	crashPoint(true, "%s: command started: %s", l.lc.node, line)

@@ -319,6 +319,7 @@ func readNode(ctx context.Context, r *Run, ns *NodeStatus) {
 	if ns.Installed, err = r.Layout.Installed(ctx, c); err != nil {
 		ns.Error = strings.TrimPrefix(err.Error(), ns.Name+": ")
 	}
+	checkInstalledManifests(ctx, r, c, ns)
 	if ns.Installed == nil {
 		ns.Installed = []string{}
 	}

@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/staging"
 )
 
 // verifyInstalled checks on every online node that both trees of the target version are
 // installed and that the node runs the version the cluster runs, so that a node is never
-// half-switched.
+// half-switched; with [policy] verify_checksums, that both trees match their manifests.
 type verifyInstalled struct{}
 
 func (verifyInstalled) Name() string { return "verify-installed" }
@@ -21,7 +22,35 @@ func (verifyInstalled) ReadOnly() {}
 func (verifyInstalled) Where() Where { return OnAll }
 
 func (verifyInstalled) Run(ctx context.Context, r *Run) error {
-	return checkNodes(ctx, r, r.Online)
+	if err := checkNodes(ctx, r, r.Online); err != nil {
+		return err
+	}
+	if !r.Config.Policy.VerifyChecksums {
+		return nil
+	}
+	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		return verifyManifests(ctx, r, c, n, r.To)
+	})
+}
+
+// verifyManifests checks the node's two trees of version against the manifests a stage kept
+// beside them ([policy] verify_checksums): every entry and the SHA-256 of every file,
+// computed on the node. A tree without a manifest (the package manager's) passes as it is.
+func verifyManifests(ctx context.Context, r *Run, lc Conn, n nodes.Node, version string) error {
+	lib, share, err := r.Layout.Trees(version)
+	if err != nil {
+		return err
+	}
+	c, err := streamConn(lc)
+	if err != nil {
+		return onNode(n.Name, err)
+	}
+	for _, tree := range []string{lib, share} {
+		if _, err := staging.Verify(ctx, c, tree); err != nil {
+			return fmt.Errorf("%w; stage the version again with 'cutover stage --replace' or reinstall it", err)
+		}
+	}
+	return nil
 }
 
 // checkNodes is the node check shared by verify-installed and reverify.

@@ -138,6 +138,9 @@ type PolicyConfig struct {
 	Downgrade      string   `toml:"downgrade"`
 	DrainTimeout   Duration `toml:"drain_timeout"`
 	BackupKeep     int      `toml:"backup_keep"`
+	// VerifyChecksums makes verify-installed check, before a switch, every file of the
+	// target's trees on every node against the manifest a stage kept beside them.
+	VerifyChecksums bool `toml:"verify_checksums"`
 }
 
 // Duration is a time.Duration written in a config as a string such as "10s" or "36h".

@@ -169,7 +169,7 @@ func BenchmarkStage(b *testing.B) {
 					if _, err := staging.Send(ctx, conn, tree, final, nil); err != nil {
 						return err
 					}
-					return staging.Place(ctx, conn, final, tree.Mode)
+					return staging.Place(ctx, conn, tree, final)
 				})
 				stage += time.Since(start)
 				start = time.Now()

@@ -27,6 +27,8 @@ type Conn interface {
 	Node() string
 	Run(ctx context.Context, argv ...string) (nodes.Result, error)
 	RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error)
+	// RunOutput runs argv and streams its standard output to out, for output of any length.
+	RunOutput(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error)
 }
 
 // TempDir is the hidden directory beside final that a tree is staged into: a rerun finds
@@ -36,63 +38,129 @@ func TempDir(final string) string {
 }
 
 // inventoryScript lists the directory $1, creating it (0700) when missing and $2 is
-// "create": the directory's own mode as "MODE" NUL, then every entry as "TYPE MODE SIZE MTIME
-// ./NAME" NUL "LINKTARGET" NUL. A missing directory that is not to be created prints "absent".
+// "create", with its missing parents 0755 as the package manager makes them, whatever the
+// umask of the login: the login's uid and gid as "UID GID" NUL, the directory's own mode and
+// owner as "MODE UID GID" NUL, then every entry as "TYPE MODE SIZE MTIME UID GID ./NAME" NUL
+// "LINKTARGET" NUL. A missing directory that is not to be created prints "absent" NUL.
 const inventoryScript = `set -e
-umask 077
+umask 022
 if [ -L "$1" ] || { [ -e "$1" ] && [ ! -d "$1" ]; }; then echo "$1 is not a directory" >&2; exit 1; fi
-if [ ! -e "$1" ] && [ "$2" != create ]; then printf absent; exit 0; fi
-mkdir -p -- "$1"
+if [ ! -e "$1" ] && [ "$2" != create ]; then printf 'absent\0'; exit 0; fi
+if [ ! -e "$1" ]; then
+	mkdir -p -- "$(dirname -- "$1")"
+	umask 077
+	mkdir -p -- "$1"
+fi
 cd -- "$1"
-find . -maxdepth 0 -printf '%#m\0'
-find . -mindepth 1 -printf '%y %#m %s %T@ %p\0%l\0'`
+printf '%s %s\0' "$(id -u)" "$(id -g)"
+find . -maxdepth 0 -printf '%#m %U %G\0'
+find . -mindepth 1 -printf '%y %#m %s %T@ %U %G %p\0%l\0'`
 
 // nodeEntry is what a node holds at a name of a directory.
 type nodeEntry struct {
-	kind   byte
-	mode   fs.FileMode
-	size   int64
-	mtime  int64
-	target string
+	kind     byte
+	mode     fs.FileMode
+	size     int64
+	mtime    int64
+	uid, gid uint32
+	target   string
 }
 
-// inventory reads what the node's directory dir holds and the directory's own mode;
-// create makes a missing dir, otherwise a missing dir gives a nil map.
-func inventory(ctx context.Context, c Conn, dir string, create bool) (map[string]nodeEntry, fs.FileMode, error) {
+// listing is what a node's directory holds.
+type listing struct {
+	entries  map[string]nodeEntry
+	root     nodeEntry // the directory itself: its mode and owner
+	uid, gid uint32    // the login's: what tar on the node makes the entries it creates owned by
+}
+
+// inventory reads what the node's directory dir holds; create makes a missing dir, otherwise
+// a missing dir gives a nil listing. The listing streams from the node (Conn.RunOutput), so a
+// tree of any number of entries is read whole, never cut at a read limit.
+func inventory(ctx context.Context, c Conn, dir string, create bool) (*listing, error) {
 	how := ""
 	if create {
 		how = "create"
 	}
-	res, err := c.Run(ctx, "sh", "-c", inventoryScript, "cutover-stage", dir, how)
-	if err != nil {
-		return nil, 0, err
-	}
-	if string(res.Stdout) == "absent" {
-		return nil, 0, nil
-	}
+	l := &listing{entries: map[string]nodeEntry{}}
+	absent := false
+	n := 0
+	var header string
 	bad := func(what []byte) error {
-		return fmt.Errorf("%s: unexpected listing of %s: %q", c.Node(), dir, what)
+		return fmt.Errorf("unexpected listing of %s: %q", dir, what)
 	}
-	fields := bytes.Split(res.Stdout, []byte{0})
-	root, err := strconv.ParseUint(string(fields[0]), 8, 32)
-	if err != nil {
-		return nil, 0, bad(fields[0])
-	}
-	got := map[string]nodeEntry{}
-	for i := 1; i+1 < len(fields); i += 2 {
-		parts := strings.SplitN(string(fields[i]), " ", 5)
-		if len(parts) != 5 || len(parts[0]) != 1 || !strings.HasPrefix(parts[4], "./") {
-			return nil, 0, bad(fields[i])
+	rec := &records{seps: "\x00", fn: func(f []byte) error {
+		defer func() { n++ }()
+		switch {
+		case n == 0 && string(f) == "absent":
+			absent = true
+		case absent:
+			return bad(f)
+		case n == 0:
+			ids := strings.Fields(string(f))
+			uid, err1 := parseID(ids, 0)
+			gid, err2 := parseID(ids, 1)
+			if len(ids) != 2 || err1 != nil || err2 != nil {
+				return bad(f)
+			}
+			l.uid, l.gid = uid, gid
+		case n == 1:
+			parts := strings.Fields(string(f))
+			m, err := strconv.ParseUint(firstOr(parts), 8, 32)
+			uid, err1 := parseID(parts, 1)
+			gid, err2 := parseID(parts, 2)
+			if len(parts) != 3 || err != nil || err1 != nil || err2 != nil {
+				return bad(f)
+			}
+			l.root = nodeEntry{kind: 'd', mode: unixPerm(uint32(m)), uid: uid, gid: gid}
+		case n%2 == 0:
+			header = string(f)
+		default:
+			parts := strings.SplitN(header, " ", 7)
+			if len(parts) != 7 || len(parts[0]) != 1 || !strings.HasPrefix(parts[6], "./") {
+				return bad([]byte(header))
+			}
+			m, err1 := strconv.ParseUint(parts[1], 8, 32)
+			size, err2 := strconv.ParseInt(parts[2], 10, 64)
+			mtime, err3 := parseFindTime(parts[3])
+			uid, err4 := parseID(parts, 4)
+			gid, err5 := parseID(parts, 5)
+			if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+				return bad([]byte(header))
+			}
+			l.entries[parts[6][2:]] = nodeEntry{kind: parts[0][0], mode: unixPerm(uint32(m)), size: size, mtime: mtime,
+				uid: uid, gid: gid, target: string(f)}
 		}
-		m, err1 := strconv.ParseUint(parts[1], 8, 32)
-		size, err2 := strconv.ParseInt(parts[2], 10, 64)
-		mtime, err3 := parseFindTime(parts[3])
-		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, 0, bad(fields[i])
-		}
-		got[parts[4][2:]] = nodeEntry{kind: parts[0][0], mode: unixPerm(uint32(m)), size: size, mtime: mtime, target: string(fields[i+1])}
+		return nil
+	}}
+	if _, err := c.RunOutput(ctx, rec, "sh", "-c", inventoryScript, "cutover-stage", dir, how); err != nil {
+		return nil, err
 	}
-	return got, unixPerm(uint32(root)), nil
+	if err := rec.end(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Node(), err)
+	}
+	switch {
+	case absent:
+		return nil, nil
+	case n < 2 || n%2 != 0:
+		return nil, fmt.Errorf("%s: the listing of %s ended early", c.Node(), dir)
+	}
+	return l, nil
+}
+
+// parseID parses the i-th of fields as a uid or gid.
+func parseID(fields []string, i int) (uint32, error) {
+	if i >= len(fields) {
+		return 0, errors.New("missing")
+	}
+	v, err := strconv.ParseUint(fields[i], 10, 32)
+	return uint32(v), err
+}
+
+func firstOr(fields []string) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
 }
 
 // parseFindTime converts a time as find's %T@ prints it ("1732300000.1234567890") to Unix
@@ -127,18 +195,43 @@ fi`
 // fallback.
 var hasher = ""
 
+// sumsBatch bounds what one run of the sums script prints, far below a command's read
+// limit: the names are sent in batches, so a tree of any number of files is checksummed
+// whole.
+const sumsBatch = 1 << 20
+
+// sumsLine is what the sums script prints for a name besides the name: the sum, the
+// separators and "./".
+const sumsLine = 64 + 2 + 2 + 1
+
 // sums returns the SHA-256 of the named files of the node's directory dir; the names go to
-// the node on standard input, so there may be any number of them.
+// the node on standard input, in batches (sumsBatch), so there may be any number of them.
 func sums(ctx context.Context, c Conn, dir string, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for len(names) > 0 {
+		n, size := 0, 0
+		for n < len(names) && (n == 0 || size+len(names[n])+sumsLine <= sumsBatch) {
+			size += len(names[n]) + sumsLine
+			n++
+		}
+		if err := sumsOf(ctx, c, dir, names[:n], out); err != nil {
+			return nil, err
+		}
+		names = names[n:]
+	}
+	return out, nil
+}
+
+// sumsOf adds the SHA-256 of the named files of dir to out, in one run of the sums script.
+func sumsOf(ctx context.Context, c Conn, dir string, names []string, out map[string]string) error {
 	var in bytes.Buffer
 	for _, n := range names {
 		in.WriteString("./" + n + "\x00")
 	}
 	res, err := c.RunInput(ctx, &in, "sh", "-c", sumsScript, "cutover-stage", dir, hasher)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := map[string]string{}
 	for _, rec := range bytes.FieldsFunc(res.Stdout, func(r rune) bool { return r == 0 || r == '\n' }) {
 		// "SUM *./NAME" (OpenSSL) or "SUM  ./NAME" (coreutils).
 		sum, name, ok := strings.Cut(string(rec), " ")
@@ -149,11 +242,11 @@ func sums(ctx context.Context, c Conn, dir string, names []string) (map[string]s
 		}
 		name, dot := strings.CutPrefix(name, "./")
 		if !ok || !dot || len(sum) != 64 {
-			return nil, fmt.Errorf("%s: unexpected checksum line in %s: %q", c.Node(), dir, rec)
+			return fmt.Errorf("%s: unexpected checksum line in %s: %q", c.Node(), dir, rec)
 		}
 		out[name] = sum
 	}
-	return out, nil
+	return nil
 }
 
 // unixPerm converts the permission and special bits of a mode as find prints it.
@@ -227,35 +320,11 @@ func kindOf(y byte) byte {
 }
 
 // verify reports how the node's temporary directory differs from the tree, nil when it
-// holds exactly the tree.
-func verify(t *Tree, got map[string]nodeEntry) error {
-	var diffs []string
-	for _, e := range t.Entries {
-		g, ok := got[e.Name]
-		switch {
-		case !ok:
-			diffs = append(diffs, e.Name+" is missing")
-		case kindOf(g.kind) != e.Kind:
-			diffs = append(diffs, fmt.Sprintf("%s is of type %c, want %c", e.Name, g.kind, e.Kind))
-		case e.Kind == 'f' && (g.size != e.Size || g.mtime != e.MTime):
-			diffs = append(diffs, e.Name+" has other contents (size or modification time)")
-		case e.Kind == 'l' && g.target != e.Target:
-			diffs = append(diffs, fmt.Sprintf("%s points to %q, want %q", e.Name, g.target, e.Target))
-		case e.Kind != 'l' && g.mode != e.Mode:
-			diffs = append(diffs, fmt.Sprintf("%s has mode %v, want %v", e.Name, g.mode, e.Mode))
-		}
-		delete(got, e.Name)
-	}
-	for name := range got {
-		diffs = append(diffs, name+" should not be there")
-	}
-	if len(diffs) == 0 {
-		return nil
-	}
-	if len(diffs) > 5 {
-		diffs = append(diffs[:5], fmt.Sprintf("and %d more", len(diffs)-5))
-	}
-	return fmt.Errorf("%s", strings.Join(diffs, "; "))
+// holds exactly the tree: every entry of the kind, mode and link target of the manifest,
+// owned by the login (what tar on the node makes), files of the manifest's sizes; their
+// contents are checked by checksum apart.
+func verify(t *Tree, l *listing) error {
+	return diffError(differences(manifestOf(t, l.uid, l.gid), l, false))
 }
 
 // checkKept checksums on the node the files of its temporary directory tmp that passed the
@@ -301,11 +370,11 @@ type Progress func(bytes int64)
 // again at any time: a rerun sends only what is still missing.
 func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress) (int64, error) {
 	tmp := TempDir(final)
-	got, _, err := inventory(ctx, c, tmp, true)
+	got, err := inventory(ctx, c, tmp, true)
 	if err != nil {
 		return 0, fmt.Errorf("%s: read %s: %w", c.Node(), tmp, err)
 	}
-	remove, send := plan(t, got)
+	remove, send := plan(t, got.entries)
 	if send, err = checkKept(ctx, c, t, tmp, send); err != nil {
 		return 0, fmt.Errorf("%s: check %s: %w", c.Node(), tmp, err)
 	}
@@ -351,7 +420,7 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 			names = append(names, e.Name)
 		}
 	}
-	got, _, err = inventory(ctx, c, tmp, true)
+	got, err = inventory(ctx, c, tmp, true)
 	if err == nil && len(names) > 0 {
 		var have map[string]string
 		if have, err = sums(ctx, c, tmp, names); err == nil {
@@ -496,32 +565,16 @@ sync -f -- "$1" 2>/dev/null || sync
 mv -T -- "$1" "$2"
 sync -- "$(dirname -- "$2")" 2>/dev/null || sync`
 
-// Place renames the node's verified temporary directory for final into place with mode, its
-// contents and the rename durable on the node's disk when Place returns.
-func Place(ctx context.Context, c Conn, final string, mode fs.FileMode) error {
-	_, err := c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", TempDir(final), final, fmt.Sprintf("%04o", tarMode(mode)))
+// Place records the tree's manifest beside final (Record) and renames the node's verified
+// temporary directory for final into place with the tree's mode, its contents, manifest and
+// the rename durable on the node's disk when Place returns.
+func Place(ctx context.Context, c Conn, t *Tree, final string) error {
+	if err := Record(ctx, c, t, TempDir(final), final); err != nil {
+		return err
+	}
+	_, err := c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", TempDir(final), final, fmt.Sprintf("%04o", tarMode(t.Mode)))
 	if err != nil {
 		return fmt.Errorf("%s: put %s in place: %w", c.Node(), final, err)
 	}
 	return nil
-}
-
-// Installed compares the node's final directory with t: ok when it holds exactly t (mode of
-// the directory included), a nil error and !ok when final does not exist, and an error
-// saying how it differs otherwise.
-func Installed(ctx context.Context, c Conn, t *Tree, final string) (ok bool, err error) {
-	got, mode, err := inventory(ctx, c, final, false)
-	if err != nil {
-		return false, fmt.Errorf("%s: read %s: %w", c.Node(), final, err)
-	}
-	if got == nil {
-		return false, nil
-	}
-	if err := verify(t, got); err != nil {
-		return false, fmt.Errorf("%s: %s differs from what is to be staged: %w", c.Node(), final, err)
-	}
-	if mode != t.Mode {
-		return false, fmt.Errorf("%s: %s has mode %v, want %v", c.Node(), final, mode, t.Mode)
-	}
-	return true, nil
 }

@@ -182,7 +182,7 @@ func TestSendAndPlace(t *testing.T) {
 			if ok, err := staging.Installed(ctx, tg.conn, tree, tg.final); ok || err != nil {
 				t.Errorf("Installed before Place = %v, %v; want false, nil", ok, err)
 			}
-			if err := staging.Place(ctx, tg.conn, tg.final, tree.Mode); err != nil {
+			if err := staging.Place(ctx, tg.conn, tree, tg.final); err != nil {
 				t.Fatal(err)
 			}
 			if ok, err := staging.Installed(ctx, tg.conn, tree, tg.final); !ok || err != nil {
@@ -198,7 +198,7 @@ func TestSendAndPlace(t *testing.T) {
 			if _, err := os.Lstat(tmp); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the temporary directory is still there: %v", err)
 			}
-			if err := staging.Place(ctx, tg.conn, tg.final, tree.Mode); err == nil {
+			if err := staging.Place(ctx, tg.conn, tree, tg.final); err == nil {
 				t.Error("Place over an existing version: err = nil")
 			}
 			if err := os.WriteFile(filepath.Join(tg.final, "usr/lib/libapp.so"), []byte("other"), 0o644); err != nil {
@@ -274,7 +274,7 @@ func TestNodeKilledMidTransfer(t *testing.T) {
 	if sent >= tree.Bytes {
 		t.Errorf("the rerun sent %d of %d bytes: it sent again what had arrived", sent, tree.Bytes)
 	}
-	if err := staging.Place(ctx, conn, final, tree.Mode); err != nil {
+	if err := staging.Place(ctx, conn, tree, final); err != nil {
 		t.Fatal(err)
 	}
 	got, err := staging.ReadTree(final)

@@ -21,6 +21,10 @@ func (f fakeConn) RunInput(ctx context.Context, in io.Reader, argv ...string) (n
 	io.Copy(io.Discard, in)
 	return f.Run(ctx, argv...)
 }
+func (f fakeConn) RunOutput(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error) {
+	io.WriteString(out, f.out)
+	return nodes.Result{}, nil
+}
 
 // TestSumsParse reads both hashers' output formats and refuses anything else.
 func TestSumsParse(t *testing.T) {

@@ -1,0 +1,58 @@
+package staging
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// maxRecord bounds one record of what a node prints about a tree: a header and a name of at
+// most PATH_MAX, or a link target. A longer one is refused, not kept growing.
+const maxRecord = 64 << 10
+
+// records is the writer a node command's standard output streams into (Conn.RunOutput): it
+// splits the output into records, each ended by one of the bytes of seps, and hands each
+// to fn as it comes, so a listing of any length (a tree of 100,000 files) is read in the
+// memory its entries take, never cut at a read limit. The first failure (fn's error, or a
+// record past maxRecord) stops the parsing; the writer then discards the rest without
+// failing the command, and end reports it.
+type records struct {
+	seps string
+	fn   func(rec []byte) error
+	buf  []byte
+	err  error
+}
+
+func (r *records) Write(p []byte) (int, error) {
+	n := len(p)
+	for r.err == nil && len(p) > 0 {
+		i := bytes.IndexAny(p, r.seps)
+		if i < 0 {
+			if len(r.buf)+len(p) > maxRecord {
+				r.err = fmt.Errorf("a record longer than %d bytes", maxRecord)
+				break
+			}
+			r.buf = append(r.buf, p...)
+			break
+		}
+		rec := p[:i]
+		if len(r.buf) > 0 {
+			if len(r.buf)+i > maxRecord {
+				r.err = fmt.Errorf("a record longer than %d bytes", maxRecord)
+				break
+			}
+			rec = append(r.buf, rec...)
+		}
+		r.err = r.fn(rec)
+		r.buf = r.buf[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// end returns the first failure, or an error when the output did not end with a separator.
+func (r *records) end() error {
+	if r.err == nil && len(r.buf) > 0 {
+		r.err = fmt.Errorf("the output ends in the middle of a record: %q", r.buf)
+	}
+	return r.err
+}
