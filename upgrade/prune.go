@@ -24,6 +24,10 @@ const DefaultKeep = 2
 type PruneOptions struct {
 	// Keep is how many of the newest installed versions are kept whatever else holds.
 	Keep int
+	// Versions are versions to remove even though they are newer than the live one or among
+	// the Keep newest: prune removes a version newer than the live one only when it is named
+	// here. The live and previous versions and a pending run's are never removed.
+	Versions []string
 	// DryRun lists what would be removed; it changes nothing.
 	DryRun bool
 	// Reporter receives the run's events; nil reports nothing.
@@ -51,18 +55,22 @@ func PruneStages(job *pruneJob) []Stage {
 
 // pruneJob is what the stages of one prune run share.
 type pruneJob struct {
-	keep    int
-	pending []string // version directories a pending run needs
-	mu      sync.Mutex
-	remove  map[string][]string
+	keep   int
+	guard  pruneGuard
+	mu     sync.Mutex
+	remove map[string][]string
 }
 
-// Prune removes, on every online node, the installed versions that no run needs: not the live
-// one, not the previous one (the downgrade target: the newest installed below the live
-// version), not the source or target of a pending run, not among the Keep newest. A version
-// is moved out of sight first, its share tree before its lib tree, so that it stops counting
-// as installed at once, and only then removed; an interrupted prune leaves hidden directories
-// that the next prune removes. Journaled with Kind "prune".
+// Prune removes, on every online node, the installed versions that no run needs: not the
+// cluster's live one (the master's links), not the previous one (the downgrade target: the
+// source of the journal's last done run that switched versions, or, when the journal has
+// none, the newest installed below the live version), not the source or target of a pending
+// run, not one newer than the live one unless Versions names it, not among the Keep newest
+// unless Versions names it. A node's own links never count: a node that lags behind the
+// cluster keeps the cluster's versions and loses the others. A version is moved out of sight
+// first, its share tree before its lib tree, so that it stops counting as installed at
+// once, and only then removed; an interrupted prune leaves hidden directories that the next
+// prune removes. Journaled with Kind "prune".
 func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneResult, error) {
 	start := time.Now()
 	if opts.Keep < 0 {
@@ -75,12 +83,8 @@ func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneRe
 	defer s.Close()
 	r := s.r
 	job := &pruneJob{keep: opts.Keep, remove: map[string][]string{}}
-	if in := s.intent; in != nil {
-		for _, v := range []string{in.From, in.To} {
-			if dir, err := r.Layout.VersionDir(v); err == nil {
-				job.pending = append(job.pending, dir)
-			}
-		}
+	if job.guard, err = clusterGuard(ctx, r, s.intent, opts.Versions); err != nil {
+		return nil, err
 	}
 	res := &PruneResult{App: cfg.App, Remove: job.remove}
 	r.Direction = "prune"
@@ -110,6 +114,7 @@ func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneRe
 	res.Log = r.log.Path()
 	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: prune %s on %s (keeping the %d newest)",
 		r.ID, cfg.App, plural(len(r.Online), "node"), opts.Keep)})
+	r.log.Printf("run %d: prune judged by the cluster: live %q, previous %v, pending %v, named %v", r.ID, job.guard.live, job.guard.previous, job.guard.pending, opts.Versions)
 	err = (&Runner{Stages: stages}).Execute(ctx, r)
 	res.Duration = time.Since(start)
 	if err != nil && !IsBadInput(err) {
@@ -118,26 +123,98 @@ func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneRe
 	return res, err
 }
 
-// prunable returns the installed version directories (sorted oldest first) that no run needs.
-func prunable(installed []string, live string, pending []string, keep int) []string {
-	sorted := slices.Clone(installed)
-	sort.SliceStable(sorted, func(i, j int) bool { return versionLess(sorted[i], sorted[j]) })
-	protect := map[string]bool{live: true}
-	for _, p := range pending {
-		protect[p] = true
+// pruneGuard is what prune protects, judged for the whole cluster, never from one node's
+// links.
+type pruneGuard struct {
+	live     string          // the cluster's live VERSIONDIR: the master's links; "" when a pending run switches them
+	previous []string        // the journal's last done switch: its source (the downgrade target) and target
+	pending  []string        // the VERSIONDIRs a pending run needs: its source and target
+	named    map[string]bool // VERSIONDIRs the operator named for removal
+}
+
+// clusterGuard reads what prune must protect: the live version from the master's links, the
+// pending run's versions from its intent, the previous version from the journal's last done
+// run, and the versions named for removal.
+func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []string) (pruneGuard, error) {
+	g := pruneGuard{named: map[string]bool{}}
+	for _, v := range named {
+		dir, err := r.Layout.VersionDir(v)
+		if err != nil {
+			return g, badInput(fmt.Errorf("prune --version=%q: %w", v, err))
+		}
+		g.named[dir] = true
 	}
-	for i := len(sorted) - 1; i >= 0; i-- {
-		if versionLess(sorted[i], live) {
-			protect[sorted[i]] = true // the previous version: the downgrade target
-			break
+	if in != nil {
+		for _, v := range []string{in.From, in.To} {
+			if dir, err := r.Layout.VersionDir(v); err == nil {
+				g.pending = append(g.pending, dir)
+			}
 		}
 	}
-	for i := len(sorted) - 1; i >= 0 && i >= len(sorted)-keep; i-- {
-		protect[sorted[i]] = true
+	c, err := r.dial.Conn(ctx, r.Inventory.Master)
+	if err == nil {
+		g.live, err = r.Layout.Live(ctx, c)
+	}
+	if err != nil && len(g.pending) == 0 {
+		// Without the cluster's live version nothing can be judged.
+		return g, fmt.Errorf("%s: the cluster's live version: %w", r.Inventory.Master, err)
+	}
+	runs, err := journal.NewStore(JournalPath(r.Config)).Runs(ctx)
+	if err != nil {
+		return g, fmt.Errorf("journal: %w", err)
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		run := runs[i]
+		switched := run.Kind == "upgrade" || run.Kind == "restore" || run.Kind == ""
+		if run.Outcome != journal.Succeeded || !switched || run.From == "" || run.From == run.To {
+			continue
+		}
+		for _, v := range []string{run.From, run.To} {
+			if dir, err := r.Layout.VersionDir(v); err == nil {
+				g.previous = append(g.previous, dir)
+			}
+		}
+		break
+	}
+	return g, nil
+}
+
+// prunable returns the installed version directories (sorted oldest first) that no run
+// needs, as g judges them for the cluster.
+func prunable(installed []string, g pruneGuard, keep int) []string {
+	sorted := slices.Clone(installed)
+	sort.SliceStable(sorted, func(i, j int) bool { return versionLess(sorted[i], sorted[j]) })
+	protect := map[string]bool{}
+	for _, v := range append(append([]string{g.live}, g.pending...), g.previous...) {
+		protect[v] = true
+	}
+	// The version newer ones are judged against: the live one, or while a pending run
+	// switches the links, the newest it needs.
+	ref := g.live
+	for _, p := range g.pending {
+		if ref == "" || versionLess(ref, p) {
+			ref = p
+		}
+	}
+	if len(g.previous) == 0 && g.live != "" {
+		// No switch in the journal: the previous version is the newest below the live one.
+		for i := len(sorted) - 1; i >= 0; i-- {
+			if versionLess(sorted[i], g.live) {
+				protect[sorted[i]] = true
+				break
+			}
+		}
 	}
 	var out []string
-	for _, v := range sorted {
-		if !protect[v] {
+	for i, v := range sorted {
+		switch {
+		case protect[v]:
+		case g.named[v]:
+			out = append(out, v)
+		case ref == "" || versionLess(ref, v):
+			// Newer than the live version: only when named.
+		case i >= len(sorted)-keep:
+		default:
 			out = append(out, v)
 		}
 	}

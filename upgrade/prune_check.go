@@ -2,14 +2,15 @@ package upgrade
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/cutover/cutover/nodes"
 )
 
-// pruneCheck finds, on every online node, the installed versions that no run needs.
+// pruneCheck finds, on every online node, the installed versions that no run needs, as the
+// cluster judges them (pruneGuard): a node's own links do not count.
 type pruneCheck struct{ job *pruneJob }
 
 func (pruneCheck) Name() string { return "check" }
@@ -21,15 +22,17 @@ func (pruneCheck) ReadOnly() {}
 func (s pruneCheck) Run(ctx context.Context, r *Run) error {
 	j := s.job
 	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		live, err := r.Layout.Live(ctx, c)
-		if err != nil {
-			return onNode(n.Name, fmt.Errorf("the live version: %w", err))
-		}
 		installed, err := r.Layout.Installed(ctx, c)
 		if err != nil {
 			return onNode(n.Name, err)
 		}
-		if remove := prunable(installed, live, j.pending, j.keep); len(remove) > 0 {
+		// A node that lags behind keeps what it runs: removing it would break the node
+		// before a sync brings it to the cluster's version.
+		own, err := r.Layout.Live(ctx, c)
+		if err == nil && own != j.guard.live {
+			installed = slices.DeleteFunc(installed, func(v string) bool { return v == own })
+		}
+		if remove := prunable(installed, j.guard, j.keep); len(remove) > 0 {
 			j.mu.Lock()
 			j.remove[n.Name] = remove
 			j.mu.Unlock()

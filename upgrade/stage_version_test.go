@@ -183,7 +183,8 @@ func writeTarGz(t *testing.T, dir, out string) {
 }
 
 // TestPrune installs versions beside the live 1.0.0 and prunes them: the dry run changes
-// nothing; the run removes exactly what no run needs and leaves nothing hidden behind.
+// nothing; the run removes exactly what no run needs — never the journal's previous version,
+// never one newer than the live one unless named — and leaves nothing hidden behind.
 func TestPrune(t *testing.T) {
 	t.Parallel()
 	sc := newSSHCluster(t, sshdtest.Start(t, 1), 8)
@@ -203,18 +204,33 @@ func TestPrune(t *testing.T) {
 	ctx := context.Background()
 	host, _ := os.Hostname()
 
+	// The journal has no switch: the previous version is the newest below the live one
+	// (0.9.0), and versions newer than the live one stay unless named.
 	res, err := upgrade.Prune(ctx, cfg, upgrade.PruneOptions{Keep: 1, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(res.Remove[host], " "); got != "0.8.0 1.1.0" {
-		t.Errorf("dry run would remove %q on %s, want \"0.8.0 1.1.0\"", got, host)
+	if got := strings.Join(res.Remove[host], " "); got != "0.8.0" {
+		t.Errorf("dry run would remove %q on %s, want \"0.8.0\"", got, host)
 	}
 	if _, err := os.Stat(sc.path("usr/lib/app/0.8.0")); err != nil {
 		t.Fatalf("the dry run removed 0.8.0: %v", err)
 	}
+	res, err = upgrade.Prune(ctx, cfg, upgrade.PruneOptions{Keep: 1, DryRun: true, Versions: []string{"1.1.0"}})
+	if got := strings.Join(res.Remove[host], " "); err != nil || got != "0.8.0 1.1.0" {
+		t.Errorf("dry run naming 1.1.0 would remove %q on %s (%v), want \"0.8.0 1.1.0\"", got, host, err)
+	}
 
-	if _, err := upgrade.Prune(ctx, cfg, upgrade.PruneOptions{Keep: 1}); err != nil {
+	// The journal's last done switch came from 0.8.0: that is the previous version now.
+	store := journal.NewStore(upgrade.JournalPath(cfg))
+	run, err := store.CreateRun(ctx, journal.Run{Kind: "upgrade", From: "0.8.0", To: "1.0.0", Direction: "upgrade"})
+	if err == nil {
+		err = store.Finish(ctx, run.ID, journal.Succeeded, time.Now())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upgrade.Prune(ctx, cfg, upgrade.PruneOptions{Keep: 1, Versions: []string{"1.1.0"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, base := range []string{"usr/lib/app", "usr/share/app"} {
@@ -226,7 +242,7 @@ func TestPrune(t *testing.T) {
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		want := "0.9.0 1.0.0 1.2.0"
+		want := "0.8.0 1.0.0 1.2.0"
 		if base == "usr/lib/app" {
 			want = "0.5.0 " + want
 		}
