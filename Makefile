@@ -109,6 +109,13 @@ demo-rolling: deps deb
 demo-down:
 	$(CLUSTERCTL) down
 
+# A fleet of three 2-node clusters upgraded to demoapp 1.2.0 by ansible-playbook with the fleet
+# playbook (ansible/): pre-cached everywhere, a canary cluster first, then the waves, and the
+# summary. The clusters are removed at the end; KEEP=1 keeps them.
+.PHONY: demo-fleet
+demo-fleet: deps deb
+	GO="$(GO)" CUTOVER_DEB="$(DEB)" test/demo-fleet.sh
+
 # A real Ganeti cluster (Debian's 3.0.2, 3.1 beside it), upgraded by cutover (test/ganeti).
 GANETI_NAME ?= ganeti-demo-$(shell printf %s "$(CURDIR)" | cksum | cut -d" " -f1)
 

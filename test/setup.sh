@@ -24,6 +24,8 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 # The crash-point test's power-cut mode puts each point on a loop-mounted ext4.
 command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
 command -v losetup >/dev/null 2>&1 || [ -x /sbin/losetup ] || need+=(mount)
+# The fleet tests and demo (test/fleet, make demo-fleet) run Debian's Ansible.
+command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible-core)
 
 # The layout tests unpack Debian's ganeti packages: they need the package lists.
 fresh_lists=no
@@ -41,6 +43,22 @@ if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	[ "$fresh_lists" = yes ] || apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# Ansible's modules run in Python on each cluster's master, which the node image lacks: Debian's
+# python3 packages for bookworm, the node image's suite, kept here for test/fleet and
+# test/demo-fleet.sh to unpack into the masters (beside what the image has already).
+fleet_debs=/var/cache/cutover-test/python3-debs
+fleet_pkgs="libexpat1 libpython3-stdlib libpython3.11-minimal libpython3.11-stdlib libreadline8
+	libsqlite3-0 media-types python3 python3-minimal python3.11 python3.11-minimal readline-common"
+if [ "$(id -u)" -eq 0 ] && [ ! -f "$fleet_debs/complete" ]; then
+	rm -rf "$fleet_debs" && mkdir -p "$fleet_debs"
+	# shellcheck disable=SC2086 # one package a word
+	if (cd "$fleet_debs" && apt-get download -qq -o APT::Sandbox::User=root $fleet_pkgs >/dev/null); then
+		touch "$fleet_debs/complete"
+	else
+		echo "setup: downloading python3's packages for the fleet tests failed; they will say why" >&2
+	fi
 fi
 
 # The test login: a plain /bin/sh user, so a remote command starts no profile scripts.
