@@ -114,7 +114,10 @@ func readOnlyHead(stages []Stage) int {
 type Runner struct {
 	Stages []Stage
 	// Confirm, when set, is asked before the first stage that changes anything; an error
-	// stops the run with nothing changed.
+	// stops the run with nothing changed. It may also record the run in the journal (a new
+	// run is recorded only once its checks passed and the operator said yes, so that a
+	// refusal or a declined prompt leaves no run): the stages before it that had no run
+	// to be journaled in are journaled then.
 	Confirm func(ctx context.Context, r *Run) error
 	// Start is the index in Stages of the first stage to run; a resumed run starts late.
 	Start int
@@ -127,7 +130,8 @@ type Runner struct {
 	Redo bool
 
 	mu          sync.Mutex
-	past        bool // the point of no return has been crossed
+	early       []journal.Event // stage records made before the run was in the journal
+	past        bool            // the point of no return has been crossed
 	interrupted os.Signal
 	renewed     time.Time // when this execution last paused the reconciler (renew_pause.go)
 }
@@ -194,6 +198,9 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			confirmed = true
 			if err := rn.Confirm(stageCtx, r); err != nil {
 				rn.finish(ctx, r, journal.Aborted)
+				return err
+			}
+			if err := rn.journalEarly(ctx, r); err != nil {
 				return err
 			}
 		}
@@ -318,6 +325,41 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 		return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed and %s left at %s; once %s back and healthy, run 'cutover sync %s'",
 			joinNames(behind), was, r.From, it, strings.Join(behind, " ")))
+	}
+	return nil
+}
+
+// journalEarly journals the stage records made before the run was in the journal, once it
+// is, with the facts learned meanwhile. A journal that cannot take them stops the run before
+// it changes anything.
+func (rn *Runner) journalEarly(ctx context.Context, r *Run) error {
+	rn.mu.Lock()
+	early := rn.early
+	rn.early = nil
+	rn.mu.Unlock()
+	if r.journal == nil || r.ID == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	facts := make(map[string]string, len(r.facts))
+	for k, v := range r.facts {
+		facts[k] = v
+	}
+	r.unsaved = nil
+	r.mu.Unlock()
+	if len(facts) > 0 {
+		if _, err := r.journal.SetFacts(context.WithoutCancel(ctx), r.ID, facts); err != nil {
+			err = fmt.Errorf("journal: %w", err)
+			rn.finish(ctx, r, journal.Aborted)
+			return err
+		}
+	}
+	for _, ev := range early {
+		if _, err := r.journal.Record(context.WithoutCancel(ctx), r.ID, ev); err != nil {
+			err = fmt.Errorf("journal: record %s %s: %w", ev.Stage, ev.State, err)
+			rn.finish(ctx, r, journal.Aborted)
+			return err
+		}
 	}
 	return nil
 }
@@ -473,6 +515,11 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 			jerr = fmt.Errorf("journal: record %s %s: %w", st.Name(), state, err)
 			r.Warn("%v", jerr)
 		}
+	} else {
+		ev.At = time.Now()
+		rn.mu.Lock()
+		rn.early = append(rn.early, ev)
+		rn.mu.Unlock()
 	}
 	e := Event{Time: time.Now(), Type: "stage", Run: r.ID, Stage: st.Name(), Index: i + 1, Total: len(rn.Stages),
 		Where: string(st.Where()), State: string(state), Duration: d, Message: msg, Nodes: nodeReports(nodeResults)}

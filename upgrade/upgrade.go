@@ -105,41 +105,63 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 		return res, err
 	}
 
-	store := journal.NewStore(JournalPath(cfg))
-	closeOrphans(ctx, store, r)
-	host, _ := os.Hostname()
-	j := crashJournal{store}
-	jr, err := j.CreateRun(ctx, journal.Run{Kind: "upgrade", From: r.From, To: r.To, Direction: string(r.Direction), Host: host, PID: os.Getpid(), Offline: res.Offline})
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	r.ID, r.journal = jr.ID, j
-	if r.Batches != nil {
-		// Every execution of the run works on these batches, whatever the config says later.
-		if _, err := r.Learn(ctx, factBatches, encodeBatches(r.Batches)); err != nil {
-			return nil, err
+	r.report.Report(Event{Time: time.Now(), Type: "run", Message: fmt.Sprintf("%s %s %s -> %s on %s (master %s, offline: %s)",
+		r.Direction, cfg.App, r.From, r.To, plural(len(r.Online), "node"), r.Inventory.Master, listOrNone(res.Offline))})
+	// The run enters the journal once its checks passed and the operator said yes: a refusal
+	// or a declined prompt leaves no run behind.
+	begin := func(ctx context.Context, r *Run) error {
+		if opts.Confirm != nil {
+			if err := opts.Confirm(ctx, r); err != nil {
+				return err
+			}
 		}
+		if err := beginUpgrade(ctx, r, res); err != nil {
+			return err
+		}
+		return nil
 	}
-	if err := r.tagCommands(); err != nil {
-		return nil, err
-	}
-	res.Run = jr.ID
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		return nil, err
-	}
-	defer r.log.Close()
-	res.Log = r.log.Path()
-	r.log.Printf("run %d: %s %s -> %s (%s) on %d nodes, offline: %v", r.ID, cfg.App, r.From, r.To, r.Direction, len(r.Online), res.Offline)
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: %s %s %s -> %s on %s (master %s, offline: %s)",
-		r.ID, r.Direction, cfg.App, r.From, r.To, plural(len(r.Online), "node"), r.Inventory.Master, listOrNone(res.Offline))})
+	defer func() { r.log.Close() }()
 
-	rn := &Runner{Stages: stages, Confirm: opts.Confirm}
+	rn := &Runner{Stages: stages, Confirm: begin}
 	err = rn.Execute(ctx, r)
 	res.Backup = r.Backup
 	res.Duration = time.Since(start)
 	res.Downtime = r.downtime()
 	res.Batches = r.Batches
 	return res, err
+}
+
+// beginUpgrade records a new upgrade run in the journal, with its batches, tags its
+// commands and opens its log.
+func beginUpgrade(ctx context.Context, r *Run, res *Result) error {
+	cfg := r.Config
+	store := journal.NewStore(JournalPath(cfg))
+	closeOrphans(ctx, store, r)
+	host, _ := os.Hostname()
+	j := crashJournal{store}
+	jr, err := j.CreateRun(ctx, journal.Run{Kind: "upgrade", From: r.From, To: r.To, Direction: string(r.Direction), Host: host, PID: os.Getpid(), Offline: res.Offline})
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	r.ID, r.journal = jr.ID, j
+	res.Run = jr.ID
+	if r.Batches != nil {
+		// Every execution of the run works on these batches, whatever the config says later.
+		if _, err := r.Learn(ctx, factBatches, encodeBatches(r.Batches)); err != nil {
+			return err
+		}
+	}
+	if err := r.tagCommands(); err != nil {
+		return err
+	}
+	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
+		return err
+	}
+	res.Log = r.log.Path()
+	r.log.Printf("run %d: %s %s -> %s (%s) on %d nodes, offline: %v", r.ID, cfg.App, r.From, r.To, r.Direction, len(r.Online), res.Offline)
+	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: %s %s %s -> %s",
+		r.ID, r.Direction, cfg.App, r.From, r.To)})
+	return nil
 }
 
 // checkTarget validates the target version and the names of the checks to force, as

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/cutover/cutover/upgrade"
 )
@@ -125,12 +126,14 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, r *upgrade.Run) e
 	return fmt.Errorf("not confirmed: nothing was changed")
 }
 
-// isTerminal reports whether r is a character device, such as the operator's terminal.
+// isTerminal reports whether r is a terminal, such as the operator's.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
 	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	// A terminal answers the terminal's own ioctl; /dev/null and other character devices
+	// do not, though they are character devices too.
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -34,5 +36,45 @@ func TestConfirm(t *testing.T) {
 				t.Errorf("the question lacks %q:\n%s", want, out.String())
 			}
 		}
+	}
+}
+
+// TestNoRunWithoutConsent: a run enters the journal only once its checks passed and the
+// operator said yes. A declined prompt, and a check that refuses, leave the cluster and the
+// journal as they were; /dev/null is not a terminal to prompt on.
+func TestNoRunWithoutConsent(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	before := lc.snapshot()
+	cfg, err := config.Load(lc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	_, err = upgrade.Upgrade(context.Background(), cfg, upgrade.Options{To: "1.1.0", Confirm: func(context.Context, *upgrade.Run) error {
+		asked = true
+		return errors.New("not confirmed: nothing was changed")
+	}})
+	if err == nil || !asked {
+		t.Fatalf("declined upgrade: %v (asked %v), want the refusal", err, asked)
+	}
+	if code, out, _ := lc.cutover("journal"); code != 0 || !strings.Contains(out, "no runs yet") {
+		t.Errorf("journal after a declined prompt: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := lc.cutover("upgrade", "--to=1.2.0", "--yes"); code != exitFailed {
+		t.Errorf("upgrade to a version not installed: exit %d, want %d\n%s", code, exitFailed, errOut)
+	}
+	if code, out, _ := lc.cutover("journal"); code != 0 || !strings.Contains(out, "no runs yet") {
+		t.Errorf("journal after a refused check: exit %d\n%s", code, out)
+	}
+	if after := lc.snapshot(); after != before {
+		t.Errorf("the cluster changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	if isTerminal(devnull) {
+		t.Errorf("%s counts as a terminal", os.DevNull)
 	}
 }
