@@ -29,6 +29,9 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(commit_time)}
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 umask 022
+# Every directory the package ships is 0755 root:root, the data archive's root entry ./
+# included (mktemp makes it 0700): dpkg would otherwise give / those modes on install.
+chmod 0755 "$root"
 doc=$root/usr/share/doc/cutover
 
 install -D -m 0755 "$bin" "$root/usr/sbin/cutover"
@@ -38,7 +41,9 @@ install -D -m 0644 "$here/cutover-resume.service" "$root/lib/systemd/system/cuto
 install -D -m 0644 "$here/cutover.cron" "$root/usr/share/cutover/cutover.cron"
 install -D -m 0644 "$repo/docs/completion/cutover.bash" "$root/usr/share/bash-completion/completions/cutover"
 install -D -m 0644 "$repo/docs/completion/_cutover" "$root/usr/share/zsh/vendor-completions/_cutover"
-install -d -m 0700 "$root/etc/cutover"
+# /etc/cutover is 0755 as dpkg expects; cutover.toml itself must be root's and not writable
+# by others (cutover refuses it otherwise), and holds no secret: identity files are apart.
+install -d -m 0755 "$root/etc/cutover"
 install -D -m 0644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/cutover"
 install -D -m 0644 "$repo/README.md" "$doc/README.md"
 for f in guide.md configuration.md json.md cli.md; do
@@ -75,6 +80,7 @@ sed -e "s/@VERSION@/$DEB_VERSION/" -e "s/@ARCH@/$DEB_ARCH/" -e "s/@MAINTAINER@/$
 install -m 0755 "$here/debian/postinst" "$here/debian/postrm" "$root/DEBIAN/"
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
+find "$root" -path "$root/DEBIAN" -prune -o -type d -exec chmod 0755 {} +
 find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 mkdir -p "$out"

@@ -100,10 +100,21 @@ func TestPackageContents(t *testing.T) {
 			t.Fatalf("dpkg-deb --contents line %q", line)
 		}
 		got[strings.TrimPrefix(f[5], ".")] = f[0] + " " + f[1]
+		// Every directory, the root entry ./ included, is what dpkg gives a directory it
+		// creates: 0755 root:root. A ./ of another mode changes / itself on install.
+		if strings.HasPrefix(f[0], "d") && f[0]+" "+f[1] != "drwxr-xr-x root/root" {
+			t.Errorf("directory %s: %s %s, want drwxr-xr-x root/root", f[5], f[0], f[1])
+		}
+		if !strings.HasPrefix(f[0], "d") && f[1] != "root/root" {
+			t.Errorf("%s: owned by %s, want root/root", f[5], f[1])
+		}
+	}
+	if got["/"] == "" {
+		t.Errorf("the data archive has no root entry ./:\n%s", out)
 	}
 	want := map[string]string{
 		"/usr/sbin/cutover": "-rwxr-xr-x root/root",
-		"/etc/cutover/":     "drwx------ root/root",
+		"/etc/cutover/":     "drwxr-xr-x root/root",
 		"/lib/systemd/system/cutover-resume.service":     "-rw-r--r-- root/root",
 		"/usr/share/cutover/cutover.cron":                "-rw-r--r-- root/root",
 		"/usr/share/man/man8/cutover.8.gz":               "-rw-r--r-- root/root",
@@ -146,10 +157,7 @@ func TestPackageContents(t *testing.T) {
 }
 
 // lintianWarnings are the warnings lintian may give, each with why it stays.
-var lintianWarnings = map[string]string{
-	// cutover's config holds the SSH identity paths and the commands it runs as root.
-	"non-standard-dir-perm 0700 != 0755 [etc/cutover/]": "/etc/cutover is root's alone",
-}
+var lintianWarnings = map[string]string{}
 
 // TestLintian runs Debian's lintian on the package: no error, and no warning that is not
 // explained in lintianWarnings.
@@ -186,9 +194,24 @@ func TestResumeUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Type=oneshot", "After=network-online.target", "Wants=network-online.target",
-		"ExecStart=/usr/sbin/cutover upgrade --resume", "StandardOutput=journal", "TimeoutStartSec=infinity", "WantedBy=multi-user.target"} {
-		if !strings.Contains(string(unit), want+"\n") {
+		"ExecStart=/usr/sbin/cutover upgrade --resume", "StandardOutput=journal", "WantedBy=multi-user.target",
+		// The sandbox of a tool that writes the application's trees, links and state and
+		// reaches the nodes over SSH.
+		"NoNewPrivileges=yes", "PrivateTmp=yes", "ProtectKernelTunables=yes", "ProtectKernelModules=yes",
+		"ProtectKernelLogs=yes", "ProtectControlGroups=yes"} {
+		if !strings.Contains(string(unit), "\n"+want+"\n") {
 			t.Errorf("cutover-resume.service lacks %q", want)
+		}
+	}
+	// A bounded start: a number of seconds, minutes, hours or days, never infinity.
+	if m := regexp.MustCompile(`(?m)^TimeoutStartSec=([0-9]+(s|min|h|d)?)$`).FindStringSubmatch(string(unit)); m == nil {
+		t.Errorf("cutover-resume.service has no bounded TimeoutStartSec:\n%s", unit)
+	}
+	// Nothing that would keep cutover from writing /etc/<app>, /usr/lib/<app>, /usr/share/<app>
+	// and the state, or from reaching the nodes.
+	for _, never := range []string{"ProtectSystem=", "ProtectHome=yes", "ReadOnlyPaths=/", "PrivateNetwork=yes", "IPAddressDeny="} {
+		if strings.Contains(string(unit), "\n"+never) {
+			t.Errorf("cutover-resume.service has %q: cutover must write the application's trees and reach its nodes", never)
 		}
 	}
 	local := filepath.Join(t.TempDir(), "cutover-resume.service")
@@ -199,5 +222,68 @@ func TestResumeUnit(t *testing.T) {
 	out, err := exec.Command(analyze, "verify", "--man=no", local).CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestCronLog runs the package's @reboot line with a stand-in for cutover: its output is
+// appended to the log; a link in the log's place is never written through, and the resume
+// still runs to its end.
+func TestCronLog(t *testing.T) {
+	data, err := os.ReadFile("cutover.cron")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "@reboot root "); ok {
+			line = rest
+		}
+	}
+	if line == "" || !strings.Contains(line, "/var/log/cutover-resume.log") {
+		t.Fatalf("cutover.cron has no @reboot line writing /var/log/cutover-resume.log:\n%s", data)
+	}
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "cutover")
+	done := filepath.Join(dir, "done")
+	// Much output, so that a reader that stopped would stop the stand-in too.
+	script := "#!/bin/sh\necho \"resumed: $*\"\nhead -c 300000 /dev/zero | tr '\\000' x\necho\ntouch " + done + "\n"
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "cutover-resume.log")
+	cmd := strings.NewReplacer("/usr/sbin/cutover", stub, "/var/log/cutover-resume.log", log).Replace(line)
+	run := func() {
+		t.Helper()
+		os.Remove(done)
+		// cron runs the line with /bin/sh.
+		if out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput(); err != nil && len(out) > 0 {
+			t.Logf("the @reboot line: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(done); err != nil {
+			t.Errorf("the resume did not run to its end: %v", err)
+		}
+	}
+
+	os.WriteFile(log, []byte("earlier\n"), 0o644)
+	run()
+	got, err := os.ReadFile(log)
+	if err != nil || !strings.HasPrefix(string(got), "earlier\nresumed: upgrade --resume\n") || len(got) < 300000 {
+		t.Errorf("the log after a resume: %.60q (%d bytes), %v; want the earlier lines and the resume's output appended", got, len(got), err)
+	}
+
+	target := filepath.Join(dir, "shadow")
+	if err := os.WriteFile(target, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(log)
+	if err := os.Symlink(target, log); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	if got, _ := os.ReadFile(target); string(got) != "root's\n" {
+		t.Errorf("the @reboot line wrote through a link in the log's place: %.60q", got)
+	}
+	if fi, err := os.Lstat(log); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the log's link was replaced: %v, %v", fi, err)
 	}
 }
