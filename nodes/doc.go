@@ -26,7 +26,14 @@
 //
 // A command that does not exit 0 returns an error that names the node, the
 // command, the exit code and the tail of its standard error; [ExitCode] and
-// [IsTimeout] read such errors. File operations take absolute paths, and a
+// [IsTimeout] read such errors. A Result keeps the first 4 MiB of standard
+// output and the last 64 KiB of standard error; output past 4 MiB is never
+// cut silently: the command's error says it passed the limit, naming the
+// node, the command and the limit ([IsOutputCut]). Output that may be larger
+// (the listing of a big tree) is streamed to a writer by [Conn.RunOutput].
+// Every SFTP operation has the file timeout, never more than the command
+// timeout, so a node whose SFTP server stops answering fails within the
+// connect and command timeouts. File operations take absolute paths, and a
 // missing path satisfies errors.Is(err, fs.ErrNotExist). [Conn.Rename] is a
 // POSIX rename (posix-rename@openssh.com over SFTP), so renaming a new
 // symlink over an old one switches it atomically; [Conn.WriteFileAtomic]

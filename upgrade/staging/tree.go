@@ -10,7 +10,13 @@
 //
 // The copy is a tar stream over one plain command per node (tar on the node extracts it), so
 // it works whether or not the node's sshd has an SFTP subsystem, and costs one session per
-// node whatever the number of files. The package does not import upgrade.
+// node whatever the number of files. What a node holds is listed by a stream and checksummed
+// in batches, so a tree of any size is read whole, never cut at a command's read limit.
+//
+// A placed tree keeps its manifest beside it (manifest.go: ManifestPath): [Compare] judges a
+// node's tree against the source and [Verify] against its manifest, both by the SHA-256 of
+// every file computed on the node, never by sizes and times. The package does not import
+// upgrade.
 package staging
 
 import (
