@@ -66,7 +66,60 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	usageErrorsExit2(app.Commands)
+	acceptGlobalFlags(app.Commands)
 	return app
+}
+
+// acceptGlobalFlags gives every command hidden copies of the global flags, without defaults
+// of their own, so that operators may type them after the command too (`cutover status
+// --output json`): a value given after the command wins over one given before it, and
+// globalString and globalBool fall back to the app's flag (its environment variable, its
+// default).
+func acceptGlobalFlags(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.Flags = append(c.Flags,
+			&cli.StringFlag{Name: "config", Hidden: true},
+			&cli.StringFlag{Name: "output", Hidden: true},
+			&cli.BoolFlag{Name: "verbose", Hidden: true},
+		)
+		before := c.Before
+		c.Before = func(ctx *cli.Context) error {
+			if o := globalString(ctx, "output"); o != "text" && o != "json" {
+				return usagef("--output %q: must be text or json", o)
+			}
+			if before != nil {
+				return before(ctx)
+			}
+			return nil
+		}
+		acceptGlobalFlags(c.Subcommands)
+	}
+}
+
+// globalString is the value of a global flag: where it was given last on the command line,
+// after the command or before it (or in its environment variable), or else its default.
+func globalString(c *cli.Context, name string) string {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet(name) {
+			return cc.String(name)
+		}
+	}
+	for _, f := range c.App.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == name {
+			return sf.Value
+		}
+	}
+	return ""
+}
+
+// globalBool is globalString for a boolean flag.
+func globalBool(c *cli.Context, name string) bool {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet(name) {
+			return cc.Bool(name)
+		}
+	}
+	return false
 }
 
 // usageErrorsExit2 makes a mistake in any command's flags a usage error (exit 2), as it is
@@ -96,5 +149,5 @@ func versionCommand() *cli.Command {
 
 // loadConfig reads the --config file.
 func loadConfig(c *cli.Context) (*config.Config, error) {
-	return upgrade.LoadConfig(c.String("config"))
+	return upgrade.LoadConfig(globalString(c, "config"))
 }

@@ -37,6 +37,9 @@ func completionLevels(app *cli.App) []completionLevel {
 func level(path string, flags []cli.Flag, cmds []*cli.Command) completionLevel {
 	l := completionLevel{path: path}
 	for _, f := range flags {
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue // the global flags' copies after a command
+		}
 		for _, name := range f.Names() {
 			word := "--" + name
 			if len(name) == 1 {

@@ -84,8 +84,8 @@ type versionOutput interface {
 
 // newOutput returns the printer --output asks for; the app's Before has checked the flag.
 func newOutput(c *cli.Context) output {
-	if c.String("output") == "json" {
+	if globalString(c, "output") == "json" {
 		return &jsonOutput{w: c.App.Writer, now: time.Now}
 	}
-	return &textOutput{w: c.App.Writer, verbose: c.Bool("verbose")}
+	return &textOutput{w: c.App.Writer, verbose: globalBool(c, "verbose")}
 }
