@@ -59,9 +59,11 @@ for c in "${CLUSTERS[@]}"; do
 	docker exec -i "$master" sh -c 'cat >>/root/.ssh/authorized_keys' <"$tmp/id_ed25519.pub"
 	addr=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$master")
 	echo "$addr $(docker exec "$master" cat /etc/ssh/ssh_host_ed25519_key.pub | cut -d' ' -f1,2)" >>"$tmp/known_hosts"
-	group=waves
-	[ "$c" = "${CLUSTERS[0]}" ] && group=cutover_canary
-	printf '    %s:\n      hosts:\n        %s: {ansible_host: %s}\n' "$group" "$c" "$addr" >>"$tmp/inventory.yml"
+	if [ "$c" = "${CLUSTERS[0]}" ]; then
+		printf '    cutover_canary:\n      hosts:\n        %s: {ansible_host: %s}\n    waves:\n      hosts:\n' "$c" "$addr"
+	else
+		printf '        %s: {ansible_host: %s}\n' "$c" "$addr"
+	fi >>"$tmp/inventory.yml"
 done
 cat "$tmp/inventory.yml"
 
