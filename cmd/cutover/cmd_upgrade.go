@@ -18,7 +18,7 @@ func upgradeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "upgrade",
 		Usage:     "switch the cluster up or down to a version",
-		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]\n   cutover upgrade --resume [--skip-node=NODE ...]\n   cutover upgrade --abort [--skip-node=NODE ...]",
+		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]\n   cutover upgrade --downgrade [--dry-run] [--yes]\n   cutover upgrade --resume [--skip-node=NODE ...]\n   cutover upgrade --abort [--skip-node=NODE ...]",
 		Description: "Checks that VERSION is installed on every online node, then drains the queue, stops the daemons,\n" +
 			"backs up the state, switches the links and migrates the config, starts everything again and verifies.\n" +
 			"On a terminal it shows the plan and asks before changing anything; without one, --yes is required.\n\n" + exitCodesHelp,
@@ -29,6 +29,7 @@ func upgradeCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "force", Usage: "override a skippable `CHECK` (" + strings.Join(upgrade.Forceable, ", ") + ")"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted run (at boot: @reboot in root's crontab); without one, do nothing"},
 			&cli.BoolFlag{Name: "abort", Usage: "undo an interrupted run that is before its point of no return"},
+			&cli.BoolFlag{Name: "downgrade", Usage: "go back to the version the cluster ran before its last done upgrade (the previous minor), as --to would"},
 			&cli.StringSliceFlag{Name: "skip-node", Usage: "with --resume or --abort: declare `NODE` gone for the rest of the pending run (journaled); 'cutover sync NODE' catches it up later"},
 		},
 		Action: func(c *cli.Context) error {
@@ -36,16 +37,16 @@ func upgradeCommand() *cli.Command {
 				return usagef("upgrade takes no arguments, got %q", c.Args().First())
 			}
 			modes := 0
-			for _, f := range []string{"to", "resume", "abort"} {
+			for _, f := range []string{"to", "resume", "abort", "downgrade"} {
 				if c.IsSet(f) {
 					modes++
 				}
 			}
 			if modes != 1 {
-				return usagef("upgrade needs exactly one of --to=VERSION, --resume and --abort")
+				return usagef("upgrade needs exactly one of --to=VERSION, --downgrade, --resume and --abort")
 			}
-			if c.IsSet("skip-node") && c.IsSet("to") {
-				return usagef("--skip-node goes with --resume or --abort, not --to")
+			if c.IsSet("skip-node") && (c.IsSet("to") || c.IsSet("downgrade")) {
+				return usagef("--skip-node goes with --resume or --abort, not --to or --downgrade")
 			}
 			cfg, err := loadConfig(c)
 			if err != nil {
@@ -62,8 +63,14 @@ func upgradeCommand() *cli.Command {
 				out.abortDone(res, err)
 				return err
 			}
+			to := c.String("to")
+			if c.Bool("downgrade") {
+				if to, err = upgrade.DowngradeTarget(c.Context, cfg); err != nil {
+					return err
+				}
+			}
 			opts := upgrade.Options{
-				To: c.String("to"), Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
+				To: to, Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
 			}
 			if !opts.DryRun && !c.Bool("yes") {
 				if !isTerminal(c.App.Reader) {

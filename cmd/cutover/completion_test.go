@@ -166,7 +166,7 @@ func TestBashCompletion(t *testing.T) {
 		{"cutover st", "status stage"},
 		{"cutover --config /etc/cutover/cutover.toml up", "upgrade"},
 		{"cutover --output ", "text json"},
-		{"cutover upgrade --to = 1.1.0 --d", "--dry-run"},
+		{"cutover upgrade --to = 1.1.0 --d", "--dry-run --downgrade"},
 		{"cutover backup ", "--help list restore"},
 		{"cutover backup list --", "--verify --help"},
 		{"cutover prune --keep 3 --", "--keep --dry-run --help"},

@@ -15,7 +15,7 @@ _cutover() {
 	done
 	case $cmd/$sub in
 	/) words="--config --output --verbose --help upgrade plan status journal backup sync stage prune cfgupgrade version" ;;
-	upgrade/*) words="--to --dry-run --yes -y --force --resume --abort --skip-node --help" ;;
+	upgrade/*) words="--to --dry-run --yes -y --force --resume --abort --downgrade --skip-node --help" ;;
 	plan/*) words="--to --force --help" ;;
 	status/*) words="--no-verify --help" ;;
 	journal/*) words="--help" ;;
