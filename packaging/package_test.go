@@ -195,10 +195,8 @@ func TestResumeUnit(t *testing.T) {
 	}
 	for _, want := range []string{"Type=oneshot", "After=network-online.target", "Wants=network-online.target",
 		"ExecStart=/usr/sbin/cutover upgrade --resume", "StandardOutput=journal", "WantedBy=multi-user.target",
-		// The sandbox of a tool that writes the application's trees, links and state and
-		// reaches the nodes over SSH.
-		"NoNewPrivileges=yes", "PrivateTmp=yes", "ProtectKernelTunables=yes", "ProtectKernelModules=yes",
-		"ProtectKernelLogs=yes", "ProtectControlGroups=yes"} {
+		// The daemons the resumed run starts outlive the unit.
+		"KillMode=process"} {
 		if !strings.Contains(string(unit), "\n"+want+"\n") {
 			t.Errorf("cutover-resume.service lacks %q", want)
 		}
@@ -212,6 +210,14 @@ func TestResumeUnit(t *testing.T) {
 	for _, never := range []string{"ProtectSystem=", "ProtectHome=yes", "ReadOnlyPaths=/", "PrivateNetwork=yes", "IPAddressDeny="} {
 		if strings.Contains(string(unit), "\n"+never) {
 			t.Errorf("cutover-resume.service has %q: cutover must write the application's trees and reach its nodes", never)
+		}
+	}
+	// Nothing the application's daemons, started by the resumed run, would inherit.
+	for _, never := range []string{"PrivateTmp=", "NoNewPrivileges=", "ProtectKernelTunables=", "ProtectKernelModules=",
+		"ProtectKernelLogs=", "ProtectControlGroups=", "RestrictRealtime=", "SystemCallFilter=", "SystemCallArchitectures=",
+		"LockPersonality=", "MemoryDenyWriteExecute=", "PrivateDevices=", "RestrictNamespaces="} {
+		if strings.Contains(string(unit), "\n"+never) {
+			t.Errorf("cutover-resume.service has %q: the daemons the resumed run starts would inherit it", never)
 		}
 	}
 	local := filepath.Join(t.TempDir(), "cutover-resume.service")

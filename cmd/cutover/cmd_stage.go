@@ -44,12 +44,16 @@ func pruneCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "prune",
 		Usage:     "remove the installed versions no run needs",
-		UsageText: "cutover prune [--keep=N] [--dry-run]",
+		UsageText: "cutover prune [--keep=N] [--version=VERSION ...] [--dry-run]",
 		Description: "Removes, on every online node, the installed versions that are not live, not the previous\n" +
 			"version (the downgrade target), not the source or target of a pending run, and not among the N\n" +
-			"newest. Each version is moved out of sight first, so it stops counting as installed at once.\n\n" + exitCodesHelp,
+			"newest. A version newer than the live one (one staged for the next upgrade) stays unless named\n" +
+			"with --version. Live, previous and pending are the cluster's: the master's links, the journal's\n" +
+			"last done run and the pending run, never a lagging node's own links. Each version is moved out\n" +
+			"of sight first, so it stops counting as installed at once.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "keep", Value: upgrade.DefaultKeep, Usage: "keep the `N` newest installed versions too"},
+			&cli.StringSliceFlag{Name: "version", Usage: "remove `VERSION` even if it is newer than the live one or among the N newest (never the live, previous or a pending run's)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed; change nothing"},
 		},
 		Action: func(c *cli.Context) error {
@@ -62,7 +66,7 @@ func pruneCommand() *cli.Command {
 			}
 			var out pruneOutput = newOutput(c)
 			dry := c.Bool("dry-run")
-			res, err := upgrade.Prune(c.Context, cfg, upgrade.PruneOptions{Keep: c.Int("keep"), DryRun: dry, Reporter: out})
+			res, err := upgrade.Prune(c.Context, cfg, upgrade.PruneOptions{Keep: c.Int("keep"), Versions: c.StringSlice("version"), DryRun: dry, Reporter: out})
 			out.pruneDone(res, err, dry)
 			return err
 		},

@@ -24,7 +24,7 @@ _cutover() {
 	backup/*) words="--help list restore" ;;
 	sync/*) words="--dry-run --help" ;;
 	stage/*) words="--version --replace --dry-run --help" ;;
-	prune/*) words="--keep --dry-run --help" ;;
+	prune/*) words="--keep --version --dry-run --help" ;;
 	cfgupgrade/*) words="--downgrade --dry-run --to --help" ;;
 	version/*) words="--help" ;;
 	esac
