@@ -9,15 +9,25 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # DEB is a stable name for the package `make deb` builds as bin/cutover_<version>_<arch>.deb.
 DEB     := bin/cutover.deb
 
-.PHONY: build deb test lint deps images race bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down crash-all
+.PHONY: build deb deb-testhooks test lint deps images race bench demo demo-rolling demo-down fuzz ganeti-demo ganeti-down crash-all
 
+# The release build: the test hooks (crash points, stage holds) are compiled out (tag release).
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cutover
+	CGO_ENABLED=0 $(GO) build -tags release -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cutover
 
 # The Debian package, built with dpkg-deb (packaging/build-deb.sh).
 deb: build
 	@rm -f bin/cutover_*.deb
 	@deb=$$(GO="$(GO)" DEB_VERSION="$(VERSION)" packaging/build-deb.sh $(BIN) bin) && ln -sf "$$(basename "$$deb")" $(DEB) && echo "$$deb"
+
+# TEST_DEB is the same package with the test hooks, which the container tests drive (stage
+# holds, crash points); it is never shipped.
+TEST_BIN := bin/testhooks/cutover
+TEST_DEB := bin/testhooks/cutover.deb
+deb-testhooks:
+	@mkdir -p bin/testhooks && rm -f bin/testhooks/cutover_*.deb
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(TEST_BIN) ./cmd/cutover
+	@deb=$$(GO="$(GO)" DEB_VERSION="$(VERSION)" packaging/build-deb.sh $(TEST_BIN) bin/testhooks) && ln -sf "$$(basename "$$deb")" $(TEST_DEB) && echo "$$deb"
 
 deps:
 	@test/setup.sh
@@ -26,8 +36,8 @@ deps:
 # start thousands of processes; on a machine where starting one costs ~10 ms of CPU (some
 # virtual machines) they take three times as long as elsewhere, so the bound leaves room for
 # that: a hang is caught much sooner, by each test's own limits (90 s for a cutover run).
-test: deps lint deb images
-	CUTOVER_DEB="$(CURDIR)/$(DEB)" $(GO) test -count=1 -timeout 50m -parallel 4 ./...
+test: deps lint deb deb-testhooks images
+	CUTOVER_DEB="$(CURDIR)/$(DEB)" CUTOVER_TEST_DEB="$(CURDIR)/$(TEST_DEB)" $(GO) test -count=1 -timeout 50m -parallel 4 ./...
 	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory fuzz
 

@@ -58,7 +58,7 @@ var built = sync.OnceValues(func() (string, error) {
 		return "", fmt.Errorf("version.sh: %v", err)
 	}
 	ldflags := "-s -w -X main.version=" + strings.TrimSpace(string(version))
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "../cmd/cutover")
+	build := exec.Command("go", "build", "-tags", "release", "-trimpath", "-ldflags", ldflags, "-o", bin, "../cmd/cutover")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
@@ -291,5 +291,23 @@ func TestCronLog(t *testing.T) {
 	}
 	if fi, err := os.Lstat(log); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the log's link was replaced: %v, %v", fi, err)
+	}
+}
+
+// TestPackageIsTheReleaseBuild: the binary the package ships is the release build, which has
+// no test hooks (crash points, stage holds; cmd/cutover's TestReleaseIgnoresTestHooks runs it
+// with them asked for).
+func TestPackageIsTheReleaseBuild(t *testing.T) {
+	deb := buildPackage(t)
+	root := t.TempDir()
+	if out, err := exec.Command("dpkg-deb", "--extract", deb, root).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb --extract: %v\n%s", err, out)
+	}
+	out, err := exec.Command("go", "version", "-m", filepath.Join(root, "usr/sbin/cutover")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^\s*build\s+-tags=(.*,)?release(,.*)?$`).Match(out) {
+		t.Errorf("the package's cutover is not built with the release tag:\n%s", out)
 	}
 }

@@ -56,7 +56,7 @@ type Options struct {
 	// Live is the version every node runs at first; empty means "1.0.0".
 	Live string
 	// Package is the path of cutover's Debian package, installed on the master with dpkg -i;
-	// empty means $CUTOVER_DEB, or else one built from this module (once per process).
+	// empty means $CUTOVER_TEST_DEB, or else one built from this module (once per process).
 	Package string
 	// Logf, when set, receives one line per step with its duration.
 	Logf func(format string, args ...any)
@@ -138,7 +138,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logf = func(string, ...any) {}
 	}
 	if o.Package == "" {
-		o.Package = os.Getenv("CUTOVER_DEB")
+		// The package with the test hooks (stage holds, crash points) that the tests drive;
+		// $CUTOVER_DEB is the release package, which has none.
+		o.Package = os.Getenv("CUTOVER_TEST_DEB")
 	}
 	return o, nil
 }

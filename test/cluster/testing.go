@@ -60,7 +60,7 @@ func New(t testing.TB, opts Options) *Cluster {
 }
 
 // prerequisites checks that this machine can run a cluster: Docker answers, iproute2 is there,
-// dpkg-deb is there to build cutover's package unless $CUTOVER_DEB names one, and debootstrap
+// dpkg-deb is there to build cutover's package unless $CUTOVER_TEST_DEB names one, and debootstrap
 // is there unless the node image is already built.
 func prerequisites(ctx context.Context) error {
 	if _, err := exec.LookPath("docker"); err != nil {
@@ -74,7 +74,7 @@ func prerequisites(ctx context.Context) error {
 	if _, err := ipCommand(); err != nil {
 		return err
 	}
-	if _, err := exec.LookPath("dpkg-deb"); err != nil && os.Getenv("CUTOVER_DEB") == "" {
+	if _, err := exec.LookPath("dpkg-deb"); err != nil && os.Getenv("CUTOVER_TEST_DEB") == "" {
 		return errors.New("dpkg-deb is not installed: it builds cutover's package for the master (run test/setup.sh)")
 	}
 	image, err := imageTag(ctx)
