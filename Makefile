@@ -91,6 +91,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags release ./upgrade/ ./cmd/cutover/
 
 # BENCH_NODES are the cluster sizes of the whole-run benchmark against pdsh.
 BENCH_NODES ?= 8,32,64,128,256
