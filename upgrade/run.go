@@ -445,7 +445,11 @@ func (r *Run) watchSlow(pending func() []string) (stop func()) {
 				return
 			case <-t.C:
 				if p := pending(); len(p) > 0 {
-					r.Wait("waiting for %s", joinNames(p))
+					if stage := r.currentStage(); stage != "" {
+						r.Wait("%s: waiting for %s to finish", stage, joinNames(p))
+					} else {
+						r.Wait("waiting for %s to finish", joinNames(p))
+					}
 				}
 			}
 		}

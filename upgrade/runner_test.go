@@ -461,8 +461,8 @@ func TestOnNodesReportsSlowNodes(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(waits) == 0 || waits[0] != "waiting for n2" {
-		t.Errorf("wait reports = %q, want \"waiting for n2\"", waits)
+	if len(waits) == 0 || waits[0] != "waiting for n2 to finish" {
+		t.Errorf("wait reports = %q, want \"waiting for n2 to finish\"", waits)
 	}
 }
 

@@ -173,9 +173,21 @@ func (j *stageJob) alreadyNodes(all []string) []string {
 	return out
 }
 
-// megabytes formats a byte count for people.
-func megabytes(n int64) string {
-	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+// megabytes formats a byte count for people (HumanBytes).
+func megabytes(n int64) string { return HumanBytes(n) }
+
+// HumanBytes says a byte count for people: in MB from 0.1 MB on, in kB or bytes below, so
+// that a small transfer never reads "0.0 MB".
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 100_000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n == 1:
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // stagePolicy is what [stage] allows a staged tree to hold.

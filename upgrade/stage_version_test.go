@@ -254,3 +254,11 @@ func TestPrune(t *testing.T) {
 		t.Errorf("prune --keep=-1: err = %v, want bad input", err)
 	}
 }
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 512: "512 bytes", 4096: "4.1 kB", 99_999: "100.0 kB", 100_000: "0.1 MB", 41_000_000: "41.0 MB"} {
+		if got := upgrade.HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -226,7 +226,8 @@ func (o *textOutput) version(v string) error {
 }
 
 // mb formats a byte count.
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+// mb says a byte count for people (upgrade.HumanBytes).
+func mb(n int64) string { return upgrade.HumanBytes(n) }
 
 func stateWord(s string) string {
 	switch s {
