@@ -23,8 +23,30 @@ import (
 // booted since is stopped again, its links switched again to what the run switched them to,
 // its ensure-dirs run again, before its daemons start.
 
-// bootIDPath holds the kernel's identity of the current boot.
-const bootIDPath = "/proc/sys/kernel/random/boot_id"
+// A node's boot identity is the kernel's identity of the current boot and the start time of
+// the node's process 1: the first changes when a machine boots, the second when a container
+// (which shares its host's kernel) starts again.
+const (
+	bootIDPath   = "/proc/sys/kernel/random/boot_id"
+	initStatPath = "/proc/1/stat"
+)
+
+// bootIdentity makes a node's boot identity of the contents of bootIDPath and initStatPath;
+// either may be missing. "" means it could not be read at all.
+func bootIdentity(bootID, initStat []byte) string {
+	id := strings.TrimSpace(string(bootID))
+	start := ""
+	if i := strings.LastIndexByte(string(initStat), ')'); i >= 0 {
+		// The fields after the command name: state is the 3rd of the line, starttime the 22nd.
+		if f := strings.Fields(string(initStat[i+1:])); len(f) > 19 {
+			start = f[19]
+		}
+	}
+	if id == "" && start == "" {
+		return ""
+	}
+	return id + "/" + start
+}
 
 // factBootPrefix keys the journal's fact of each node's boot identity when the run first
 // stopped its daemons: `cutover status` names the nodes that booted since.
@@ -34,7 +56,8 @@ const factBootPrefix = "boot."
 // every process whose executable lies under $1 (the application's lib base) but not under
 // the tree the link $2 names. It changes nothing.
 const wrongVersionScript = `root=$1; live=$(readlink -- "$2") || live=
-cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo
+b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); s=$(sed 's/^.*) //' /proc/1/stat 2>/dev/null | cut -d' ' -f20)
+[ -n "$b$s" ] && printf '%s/%s\n' "$b" "$s" || echo
 find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
 	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/} $e";; esac
 done`
@@ -58,8 +81,8 @@ type nodeProcesses struct {
 	wrong []string // "PID EXE" of every process of another version tree
 }
 
-// inspectProcesses runs wrongVersionScript on node. It is a probe: it changes nothing, so it
-// is logged but is no crash point.
+// inspectProcesses runs wrongVersionScript on node, under the watchdog like every command that
+// may take a while. It is a probe: it changes nothing, so it is logged but is no crash point.
 func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodeProcesses, error) {
 	lib, _ := r.Layout.Bases()
 	argv := []string{"sh", "-c", wrongVersionScript, "cutover-check", lib, r.Layout.LibLink()}
@@ -68,7 +91,7 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 	if lc, ok := c.(*loggedConn); ok {
 		res, err = lc.probe(ctx, argv...)
 	} else {
-		res, err = c.RunInput(ctx, strings.NewReader(""), argv...)
+		res, err = c.RunShell(ctx, nodes.QuoteArgs(argv))
 	}
 	if err != nil {
 		return nodeProcesses{}, fmt.Errorf("%s: looking for daemons of another version: %w", node, err)
@@ -86,12 +109,15 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 // readBoot reads node's boot identity; "" when it cannot be read (a node without Linux's
 // /proc), which leaves the node's reboots unnoticed but still checked by its processes.
 func (r *Run) readBoot(c Conn, node string) string {
-	data, err := c.ReadFile(bootIDPath)
+	id, err := c.ReadFile(bootIDPath)
 	if err != nil {
 		r.log.Printf("%s: boot identity: %v", node, err)
-		return ""
 	}
-	return strings.TrimSpace(string(data))
+	stat, err := c.ReadFile(initStatPath)
+	if err != nil {
+		r.log.Printf("%s: boot identity: %v", node, err)
+	}
+	return bootIdentity(id, stat)
 }
 
 // stoppedAt records the boot identity node had when its daemons were stopped; the first one
@@ -238,9 +264,29 @@ func (r *Run) settled() []nodes.Node {
 	return out
 }
 
-// leftBehind are the nodes a rolling run left behind within its failure budget, in any of its
-// executions, sorted.
+// factSkippedPrefix prefixes the fact that a node was declared gone for the run
+// (--skip-node).
+const factSkippedPrefix = "skipped."
+
+// leftBehind are the nodes the run leaves behind, in any of its executions, sorted: those a
+// rolling run left within its failure budget, and those declared gone with --skip-node.
+// 'cutover sync' catches them up.
 func (r *Run) leftBehind() []string {
+	out := r.toleratedNodes()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.facts {
+		if n, ok := strings.CutPrefix(k, factSkippedPrefix); ok && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// toleratedNodes are the nodes a rolling run left behind within its failure budget, in any of
+// its executions, sorted.
+func (r *Run) toleratedNodes() []string {
 	out := r.failedNodes()
 	r.mu.Lock()
 	defer r.mu.Unlock()

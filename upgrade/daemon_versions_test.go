@@ -77,9 +77,10 @@ func TestWrongVersionScripts(t *testing.T) {
 		t.Fatalf("check: %v", err)
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	boot, _ := os.ReadFile(bootIDPath)
-	if lines[0] != strings.TrimSpace(string(boot)) {
-		t.Errorf("first line %q, want the boot id %q", lines[0], strings.TrimSpace(string(boot)))
+	id, _ := os.ReadFile(bootIDPath)
+	stat, _ := os.ReadFile(initStatPath)
+	if want := bootIdentity(id, stat); lines[0] != want || want == "" {
+		t.Errorf("first line %q, want the boot identity %q", lines[0], want)
 	}
 	want := strconv.Itoa(procs["1.0"].Process.Pid) + " " + bins["1.0"]
 	if got := lines[1:]; !slices.Equal(got, []string{want}) {
@@ -113,22 +114,20 @@ type procConn struct {
 }
 
 func (c *procConn) RunInput(_ context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(argv) < 3 || argv[2] != wrongVersionScript {
-		return nodes.Result{ExitCode: 127}, errors.New("unexpected command " + nodes.QuoteArgs(argv))
-	}
-	c.calls = append(c.calls, "check")
-	out := c.checks[0]
-	if len(c.checks) > 1 {
-		c.checks = c.checks[1:]
-	}
-	return nodes.Result{Stdout: []byte(out)}, nil
+	return nodes.Result{ExitCode: 127}, errors.New("unexpected command " + nodes.QuoteArgs(argv))
 }
 
 func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if script == nodes.QuoteArgs([]string{"sh", "-c", wrongVersionScript, "cutover-check", "/usr/lib/app", "/etc/app/lib"}) {
+		c.calls = append(c.calls, "check")
+		out := c.checks[0]
+		if len(c.checks) > 1 {
+			c.checks = c.checks[1:]
+		}
+		return nodes.Result{Stdout: []byte(out)}, nil
+	}
 	if strings.Contains(script, killWrongScript) {
 		c.calls = append(c.calls, "kill")
 		return nodes.Result{}, c.killErr
@@ -138,10 +137,13 @@ func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, err
 }
 
 func (c *procConn) ReadFile(name string) ([]byte, error) {
-	if name != bootIDPath {
-		return nil, fs.ErrNotExist
+	switch name {
+	case bootIDPath:
+		return []byte(c.boot + "\n"), nil
+	case initStatPath:
+		return []byte("1 (init) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 77 1000 10\n"), nil
 	}
-	return []byte(c.boot + "\n"), nil
+	return nil, fs.ErrNotExist
 }
 
 // TestSettleDaemons: after a start, a node with a daemon of another version, or one that
@@ -158,16 +160,16 @@ func TestSettleDaemons(t *testing.T) {
 		want     []string
 		wantErr  string
 	}{
-		{name: "clean", stopBoot: "b1", checks: []string{"b1\n"}, want: []string{"start", "check"}},
+		{name: "clean", stopBoot: "b1", checks: []string{"b1/77\n"}, want: []string{"start", "check"}},
 		{name: "no boot id", checks: []string{"\n"}, want: []string{"start", "check"}},
-		{name: "a daemon of the old version", stopBoot: "b1", checks: []string{"b1\n" + wrong, "b1\n"},
+		{name: "a daemon of the old version", stopBoot: "b1", checks: []string{"b1/77\n" + wrong, "b1/77\n"},
 			want: []string{"start", "check", "stop", "kill", "start", "check"}},
-		{name: "rebooted", stopBoot: "b1", boot: "b2", checks: []string{"b2\n", "b2\n"},
+		{name: "rebooted", stopBoot: "b1", boot: "b2", checks: []string{"b2/77\n", "b2/77\n"},
 			want: []string{"start", "check", "stop", "ensure", "kill", "start", "check"}},
-		{name: "the daemon survives", stopBoot: "b1", checks: []string{"b1\n" + wrong},
+		{name: "the daemon survives", stopBoot: "b1", checks: []string{"b1/77\n" + wrong},
 			want:    []string{"start", "check", "stop", "kill", "start", "check"},
 			wantErr: "node2: daemons of another version still run after a stop and a start: 41 /usr/lib/app/1.0/usr/sbin/appd"},
-		{name: "the kill fails", stopBoot: "b1", checks: []string{"b1\n" + wrong}, killErr: errors.New("exit 1: still running: 41"),
+		{name: "the kill fails", stopBoot: "b1", checks: []string{"b1/77\n" + wrong}, killErr: errors.New("exit 1: still running: 41"),
 			want:    []string{"start", "check", "stop", "kill"},
 			wantErr: "node2: ending the daemons of another version: exit 1: still running: 41"},
 	}
@@ -185,7 +187,9 @@ func TestSettleDaemons(t *testing.T) {
 				boot = tt.stopBoot
 			}
 			c := &procConn{checks: tt.checks, boot: boot, killErr: tt.killErr}
-			r.stoppedAt("node2", tt.stopBoot)
+			if tt.stopBoot != "" {
+				r.stoppedAt("node2", tt.stopBoot+"/77")
+			}
 			err = r.daemonsOn(context.Background(), c, "node2", true)
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -208,7 +212,7 @@ func TestStopRecordsBoot(t *testing.T) {
 	if err := r.daemonsOn(context.Background(), c, "node3", false); err != nil {
 		t.Fatal(err)
 	}
-	if !r.rebooted("node3", "b8") || r.rebooted("node3", "b7") {
+	if !r.rebooted("node3", "b8/77") || r.rebooted("node3", "b7/77") {
 		t.Errorf("boot after the stop = %q, want b7", r.boots["node3"])
 	}
 }
@@ -239,7 +243,7 @@ func TestStatusNamesRebootedNodes(t *testing.T) {
 	r.Inventory, r.Layout = inv, lay
 	r.Config.SSH.Parallel = 4
 	r.dial = procDialer{"node1": {boot: "b1"}, "node2": {boot: "b9"}, "node3": {boot: "b3"}}
-	boots := map[string]string{"node1": "b1", "node2": "b2", "node4": "b4"}
+	boots := map[string]string{"node1": "b1/77", "node2": "b2/77", "node4": "b4/77"}
 	var got []string
 	for _, n := range nodeStatuses(context.Background(), r, boots) {
 		if n.booted {
@@ -248,5 +252,25 @@ func TestStatusNamesRebootedNodes(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"node2"}) {
 		t.Errorf("rebooted nodes %q, want node2 only (node3 has no record, node4 cannot be reached)", got)
+	}
+}
+
+// TestBootIdentity: a container started again keeps its host's boot id but not its process
+// 1's start time; either part alone still makes an identity.
+func TestBootIdentity(t *testing.T) {
+	stat := func(start string) []byte {
+		return []byte("1 (tini (x) y) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 " + start + " 1000 10\n")
+	}
+	if a, b := bootIdentity([]byte("b1\n"), stat("500")), bootIdentity([]byte("b1\n"), stat("900")); a == b {
+		t.Errorf("a container started again keeps its identity %q", a)
+	}
+	if got := bootIdentity([]byte("b1\n"), stat("500")); got != "b1/500" {
+		t.Errorf("bootIdentity = %q, want b1/500", got)
+	}
+	if got := bootIdentity(nil, nil); got != "" {
+		t.Errorf("bootIdentity of nothing = %q, want \"\"", got)
+	}
+	if got := bootIdentity([]byte("b1"), nil); got != "b1/" {
+		t.Errorf("bootIdentity without /proc/1/stat = %q, want b1/", got)
 	}
 }

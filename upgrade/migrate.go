@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cutover/cutover/cfgupgrade"
@@ -167,7 +168,16 @@ func redistribute(ctx context.Context, r *Run) error {
 		}
 		files = append(files, file{p, data, info.Mode().Perm()})
 	}
-	return r.OnNodes(ctx, r.Others(), false, func(ctx context.Context, c Conn, n nodes.Node) error {
+	// A node a rolling run left behind keeps the config of the version it runs; 'cutover
+	// sync' brings it the cluster's with its version.
+	var to []nodes.Node
+	behind := r.leftBehind()
+	for _, n := range r.Others() {
+		if !slices.Contains(behind, n.Name) {
+			to = append(to, n)
+		}
+	}
+	return r.OnNodes(ctx, to, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		for _, f := range files {
 			if err := c.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
 				return fmt.Errorf("%s: copy %s: %w", n.Name, f.path, err)

@@ -185,8 +185,27 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 	sorted := slices.Clone(installed)
 	sort.SliceStable(sorted, func(i, j int) bool { return versionLess(sorted[i], sorted[j]) })
 	protect := map[string]bool{}
-	for _, v := range append(append([]string{g.live}, g.pending...), g.previous...) {
+	for _, v := range append([]string{g.live}, g.pending...) {
 		protect[v] = true
+	}
+	// The previous version is the way back: the newest installed version of the minor before
+	// the live one, which the default path policy (downgrade = "previous-minor") allows, or
+	// when none is installed, the version the journal's last done switch came from.
+	prevMinor := ""
+	if lm, ok := majorMinor(g.live); ok && lm[1] > 0 {
+		for i := len(sorted) - 1; i >= 0; i-- {
+			if m, ok := majorMinor(sorted[i]); ok && m[0] == lm[0] && m[1] == lm[1]-1 {
+				prevMinor = sorted[i]
+				break
+			}
+		}
+	}
+	if prevMinor != "" {
+		protect[prevMinor] = true
+	} else {
+		for _, v := range g.previous {
+			protect[v] = true
+		}
 	}
 	// The version newer ones are judged against: the live one, or while a pending run
 	// switches the links, the newest it needs.
@@ -196,7 +215,7 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 			ref = p
 		}
 	}
-	if len(g.previous) == 0 && g.live != "" {
+	if prevMinor == "" && len(g.previous) == 0 && g.live != "" {
 		// No switch in the journal: the previous version is the newest below the live one.
 		for i := len(sorted) - 1; i >= 0; i-- {
 			if versionLess(sorted[i], g.live) {
@@ -219,6 +238,19 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 		}
 	}
 	return out
+}
+
+// majorMinor reads MAJOR and MINOR of a version directory.
+func majorMinor(dir string) ([2]int, bool) {
+	v, err := goversion.NewVersion(dir)
+	if err != nil {
+		return [2]int{}, false
+	}
+	seg := v.Segments()
+	if len(seg) < 2 {
+		return [2]int{}, false
+	}
+	return [2]int{seg[0], seg[1]}, true
 }
 
 // versionLess orders version directories by version, then by spelling.

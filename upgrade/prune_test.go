@@ -36,6 +36,9 @@ func TestPrunable(t *testing.T) {
 		{"keep more than installed", pruneGuard{live: "1.10.0"}, 10, nil},
 		{"named never the live or previous", pruneGuard{live: "1.0.0", previous: []string{"0.9.0", "1.0.0"}, named: named("1.0.0", "0.9.0")}, 0,
 			[]string{"0.8.0"}},
+		// A jump from 1.0 to 1.2: the way back is 1.1, the previous minor, not 1.0.
+		{"the previous minor after a jump", pruneGuard{live: "1.2.0", previous: []string{"1.0.0", "1.2.0"}}, 0,
+			[]string{"0.8.0", "0.9.0", "1.0.0"}},
 	}
 	for _, tt := range tests {
 		got := prunable(installed, tt.guard, tt.keep)

@@ -560,10 +560,12 @@ func (c *loggedConn) MkdirAll(name string, perm fs.FileMode) error {
 	return c.wrote("mkdir "+name, c.Conn.MkdirAll(name, perm))
 }
 
-// probe runs argv like RunInput and logs it, but is no crash point: it changes nothing.
+// probe runs argv as a shell command (under the watchdog, so that it never outlives
+// cutover) and logs it, but is no crash point: it changes nothing.
 func (c *loggedConn) probe(ctx context.Context, argv ...string) (nodes.Result, error) {
-	res, err := c.Conn.RunInput(ctx, strings.NewReader(""), argv...)
-	c.log.Command(c.node, nodes.QuoteArgs(argv), res, err)
+	line := nodes.QuoteArgs(argv)
+	res, err := c.Conn.RunShell(ctx, line)
+	c.log.Command(c.node, line, res, err)
 	return res, onNode(c.node, err)
 }
 

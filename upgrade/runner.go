@@ -316,7 +316,7 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			r.Warn("the run is done, but its intent could not be removed (%v): the next 'cutover upgrade --resume' removes it", err)
 		}
 	}
-	if behind := r.leftBehind(); len(behind) > 0 {
+	if behind := r.toleratedNodes(); len(behind) > 0 {
 		// Failures within the budget end the run done with those nodes left behind; they
 		// block nothing, and sync catches them up (DESIGN §11). Exit 3 names them.
 		was, it := "was", "it is"

@@ -205,6 +205,11 @@ func (s *session) skipNodes(ctx context.Context, names []string) error {
 	if err := r.journal.SetOffline(ctx, r.ID, offline); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	for _, name := range names {
+		if _, err := r.Learn(ctx, factSkippedPrefix+name, "--skip-node"); err != nil {
+			return err
+		}
+	}
 	s.jr.Offline = offline
 	r.setOffline(offline)
 	for _, name := range names {

@@ -290,9 +290,10 @@ func nodeStatuses(ctx context.Context, r *Run, boots map[string]string) []NodeSt
 		readNode(ctx, r, ns)
 		if was, ok := boots[n.Name]; ok && ns.Reachable {
 			if c, err := r.dial.Conn(ctx, n.Name); err == nil {
-				if data, err := c.ReadFile(bootIDPath); err == nil {
-					now := strings.TrimSpace(string(data))
-					ns.booted = now != "" && now != was
+				id, _ := c.ReadFile(bootIDPath)
+				stat, _ := c.ReadFile(initStatPath)
+				if now := bootIdentity(id, stat); now != "" {
+					ns.booted = now != was
 				}
 			}
 		}
