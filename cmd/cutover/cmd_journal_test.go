@@ -27,7 +27,7 @@ func normalizeOutput(lc *localCluster, s string) string {
 	}{
 		{regexp.MustCompile(`\b` + regexp.QuoteMeta(host) + `\b`), "<HOST>"},
 		{regexp.MustCompile(`\(pid \d+\)`), "(pid <PID>)"},
-		{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<BOOT-ID>"},
+		{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]*`), "<BOOT-ID>"},
 		{regexp.MustCompile(`"pid": \d+`), `"pid": 0`},
 		{regexp.MustCompile(`"(duration_ns|size)": \d+`), `"$1": 0`},
 		{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`), "YYYY-MM-DDThh:mm:ssZ"},

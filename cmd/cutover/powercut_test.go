@@ -171,8 +171,16 @@ func (d *powerDisks) create(base string) (*powerDisk, error) {
 			return fail(err)
 		}
 	}
-	if err := disk.mount(); err != nil {
-		return fail(err)
+	// Busy for a moment when a container starting beside the test copied this mount
+	// namespace while the device's last user let it go: tried again.
+	for deadline := time.Now().Add(powerUnmountWait); ; time.Sleep(20 * time.Millisecond) {
+		err := disk.mount()
+		if err == nil {
+			break
+		}
+		if uerr := disk.unmount(); uerr != nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fail(errors.Join(err, uerr))
+		}
 	}
 	return disk, nil
 }
@@ -254,18 +262,27 @@ func (disk *powerDisk) restart() error {
 	if err := disk.unmount(); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(powerUnmountWait); ; time.Sleep(20 * time.Millisecond) {
+	deadline := time.Now().Add(powerUnmountWait)
+	for ; ; time.Sleep(20 * time.Millisecond) {
 		// An exclusive open of a block device fails while a file system on it is mounted.
 		fd, err := unix.Open(disk.dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
 		if err == nil {
 			unix.Close(fd)
-			break
-		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+		} else if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			return fmt.Errorf("%s is still in use after it was unmounted: %w", disk.dev, err)
+		} else {
+			continue
+		}
+		// The device may be held a moment more (a container starting beside the test copies
+		// this mount namespace and lets it go): the mount is tried again while it says busy.
+		err = disk.mount()
+		if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		if uerr := disk.unmount(); uerr != nil {
+			return errors.Join(err, uerr)
 		}
 	}
-	return disk.mount()
 }
 
 // release unmounts the disk, detaches its loop device and removes it. A disk that cannot be
