@@ -55,21 +55,19 @@ func TestWrongVersionScripts(t *testing.T) {
 	if err := os.Symlink(filepath.Join(base, "1.1"), link); err != nil {
 		t.Fatal(err)
 	}
+	// Each is reaped as soon as it ends (so that a killed one does not linger as a zombie),
+	// by one goroutine: the clean-up only kills it and waits for that.
 	procs := map[string]*exec.Cmd{}
+	ended := map[string]chan struct{}{}
 	for v, bin := range bins {
 		cmd := exec.Command(bin, "60")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		procs[v] = cmd
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	}
-	// Reaped as soon as they end, so that a killed one does not linger as a zombie.
-	ended := map[string]chan struct{}{}
-	for v, cmd := range procs {
 		ch := make(chan struct{})
-		ended[v] = ch
+		procs[v], ended[v] = cmd, ch
 		go func() { _ = cmd.Wait(); close(ch) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-ch })
 	}
 
 	out, err := exec.Command("sh", "-c", wrongVersionScript, "cutover-check", base, link).Output()
