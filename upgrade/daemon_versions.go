@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,27 +53,29 @@ func bootIdentity(bootID, initStat []byte) string {
 // stopped its daemons: `cutover status` names the nodes that booted since.
 const factBootPrefix = "boot."
 
+// wrongProcesses is the shell function both scripts share: it prints "PID EXE" for every
+// process whose executable lies under $root but not under $live.
+const wrongProcesses = `root=$1; live=$(readlink -- "$2") || live=
+wrong() { find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
+	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/} $e";; esac
+done; }
+`
+
 // wrongVersionScript prints the node's boot identity on its first line, then "PID EXE" for
 // every process whose executable lies under $1 (the application's lib base) but not under
 // the tree the link $2 names. It changes nothing.
-const wrongVersionScript = `root=$1; live=$(readlink -- "$2") || live=
-b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); s=$(sed 's/^.*) //' /proc/1/stat 2>/dev/null | cut -d' ' -f20)
+const wrongVersionScript = wrongProcesses + `b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); s=$(sed 's/^.*) //' /proc/1/stat 2>/dev/null | cut -d' ' -f20)
 [ -n "$b$s" ] && printf '%s/%s\n' "$b" "$s" || echo
-find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
-	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/} $e";; esac
-done`
+wrong`
 
 // killWrongScript ends every process whose executable lies under $1 but not under the tree the
 // link $2 names: SIGTERM, then SIGKILL to what is left after ten seconds. It exits 1 when
 // one still runs.
-const killWrongScript = `root=$1; live=$(readlink -- "$2") || live=
-wrong() { find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
-	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/}";; esac
-done; }
-p=$(wrong); [ -z "$p" ] && exit 0
+const killWrongScript = wrongProcesses + `pids() { wrong | cut -d' ' -f1; }
+p=$(pids); [ -z "$p" ] && exit 0
 kill -TERM $p 2>/dev/null
-i=0; while [ $i -lt 20 ]; do sleep 0.5; p=$(wrong); [ -z "$p" ] && exit 0; i=$((i + 1)); done
-kill -KILL $p 2>/dev/null; sleep 0.5; p=$(wrong); [ -z "$p" ] && exit 0
+i=0; while [ $i -lt 20 ]; do sleep 0.5; p=$(pids); [ -z "$p" ] && exit 0; i=$((i + 1)); done
+kill -KILL $p 2>/dev/null; sleep 0.5; p=$(pids); [ -z "$p" ] && exit 0
 echo "still running: $p" >&2; exit 1`
 
 // nodeProcesses is what wrongVersionScript found on a node.
@@ -109,15 +112,19 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 // readBoot reads node's boot identity; "" when it cannot be read (a node without Linux's
 // /proc), which leaves the node's reboots unnoticed but still checked by its processes.
 func (r *Run) readBoot(c Conn, node string) string {
-	id, err := c.ReadFile(bootIDPath)
+	boot, err := nodeBoot(c)
 	if err != nil {
 		r.log.Printf("%s: boot identity: %v", node, err)
 	}
-	stat, err := c.ReadFile(initStatPath)
-	if err != nil {
-		r.log.Printf("%s: boot identity: %v", node, err)
-	}
-	return bootIdentity(id, stat)
+	return boot
+}
+
+// nodeBoot reads the boot identity of the node c reaches; the error says what could not be
+// read, and the identity is made of what could.
+func nodeBoot(c Conn) (string, error) {
+	id, err1 := c.ReadFile(bootIDPath)
+	stat, err2 := c.ReadFile(initStatPath)
+	return bootIdentity(id, stat), errors.Join(err1, err2)
 }
 
 // stoppedAt records the boot identity node had when its daemons were stopped; the first one

@@ -95,15 +95,14 @@ func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanRepor
 	// While a run is pending the cluster may be mixed on purpose (a rolling run, or a run
 	// stopped past its point of no return): its version is the pending run's source, and a
 	// node at the pending run's target is part of that run, not a node to sync back.
-	var pending *journal.Intent
 	if in, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
-		pending = &in
+		r.planPending = &in
 		r.Resumed = in.To == opts.To
 	}
 	live := checkResult{name: "live-version", node: master}
 	from, err := liveVersion(ctx, r)
-	if pending != nil {
-		from, err = pending.From, nil
+	if r.planPending != nil {
+		from, err = r.planPending.From, nil
 	}
 	if err != nil {
 		live.err = err
@@ -137,9 +136,6 @@ func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanRepor
 		p.add(c)
 	}
 	for _, c := range installedChecks(ctx, r) {
-		if pending != nil && c.err != nil && strings.Contains(c.err.Error(), "cutover sync") {
-			c.err = fmt.Errorf("%s is part of pending run %d (%s -> %s): finish or abort that run first", c.node, pending.RunID, pending.From, pending.To)
-		}
 		p.add(c)
 	}
 	if err := r.planRolling(); err != nil {

@@ -98,6 +98,9 @@ type Run struct {
 	switched map[string]string
 	// behind are the nodes a rolling run left behind within its failure budget.
 	behind map[string]bool
+	// planPending is the run pending while `cutover plan` looks at the cluster: its nodes
+	// may be mixed on purpose.
+	planPending *journal.Intent
 }
 
 // markStarted notes that stage started in this execution.

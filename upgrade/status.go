@@ -290,9 +290,7 @@ func nodeStatuses(ctx context.Context, r *Run, boots map[string]string) []NodeSt
 		readNode(ctx, r, ns)
 		if was, ok := boots[n.Name]; ok && ns.Reachable {
 			if c, err := r.dial.Conn(ctx, n.Name); err == nil {
-				id, _ := c.ReadFile(bootIDPath)
-				stat, _ := c.ReadFile(initStatPath)
-				if now := bootIdentity(id, stat); now != "" {
+				if now, _ := nodeBoot(c); now != "" {
 					ns.booted = now != was
 				}
 			}

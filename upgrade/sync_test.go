@@ -502,3 +502,26 @@ func TestSyncDryRunChangesNothing(t *testing.T) {
 		t.Errorf("a dry run wrote the journal: %v", err)
 	}
 }
+
+// TestCheckNodeDuringPendingRun: a node at another version than the cluster's is advised a
+// sync, unless a run is pending: then it is that run's, and the check says so instead.
+func TestCheckNodeDuringPendingRun(t *testing.T) {
+	sc := newSyncCluster(t)
+	lay, err := Layout(sc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, _ := sc.inv.Lookup("node2")
+	for _, pending := range []*journal.Intent{nil, {RunID: 7, From: "1.1.0", To: "1.0.0"}} {
+		r := &Run{Config: sc.cfg, Layout: lay, Inventory: sc.inv, Target: Target{From: "1.1.0", To: "1.1.0"}, planPending: pending}
+		err := checkNode(context.Background(), r, sc.conns["node2"], n2, "1.1.0", "1.1.0")
+		switch {
+		case err == nil:
+			t.Fatalf("pending %v: node2 at 1.0.0 passed the check", pending)
+		case pending == nil && !strings.Contains(err.Error(), "cutover sync node2"):
+			t.Errorf("no pending run: %v, want the sync advised", err)
+		case pending != nil && (strings.Contains(err.Error(), "sync") || !strings.Contains(err.Error(), "pending run 7")):
+			t.Errorf("pending run: %v, want it named and no sync advised", err)
+		}
+	}
+}

@@ -83,6 +83,11 @@ func checkNode(ctx context.Context, r *Run, c Conn, n nodes.Node, fromDir, toDir
 	case fromDir == "":
 	case live == fromDir:
 	case live == toDir && r.Resumed:
+	case r.planPending != nil:
+		// Mixed on purpose while a run is pending: the node is that run's, never one to
+		// sync back.
+		p := r.planPending
+		return fmt.Errorf("%s runs %s, as part of pending run %d (%s -> %s): finish or abort that run first", n.Name, live, p.RunID, p.From, p.To)
 	default:
 		return fmt.Errorf("%s runs %s, not the cluster's %s; run 'cutover sync %s' first", n.Name, live, fromDir, n.Name)
 	}
