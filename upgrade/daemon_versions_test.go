@@ -24,12 +24,13 @@ import (
 // copy of sleep in a live tree and one in another tree of the same application. The check
 // names the other tree's process only, and the kill ends it and leaves the live one.
 func TestWrongVersionScripts(t *testing.T) {
-	if _, err := exec.LookPath("find"); err != nil {
-		t.Skip("no find")
-	}
+	_, errFind := exec.LookPath("find")
 	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep")
+	if err = errors.Join(errFind, err); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the scripts need find and sleep: %v", err)
+		}
+		t.Skipf("the scripts need find and sleep: %v (with CI=true this is a failure)", err)
 	}
 	dir := t.TempDir()
 	base := filepath.Join(dir, "usr/lib/app")
