@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,18 +24,27 @@ type Options struct {
 // backupTime is the layout of the UTC time in a backup's name.
 const backupTime = "20060102T150405Z"
 
+// backupsKept is how many backup copies of a config Apply keeps beside it: the newest. A run
+// archives the application's state before it migrates the config, so older copies would only
+// take room, and go into every later archive.
+const backupsKept = 3
+
 // Apply migrates the config file spec.File from version from to version to
 // with migs (see Migrate) and returns the report and the path of the backup
 // it took.
 //
 // Apply first writes a backup copy of the file next to it, named
 // <file>.<config version>-<UTC time>.bak (e.g.
-// config.json.1.0.0-20261121T180102Z.bak), mode 0600 and synced to disk. It
-// then writes the new config to a temporary file in the same directory with
-// the original file's mode and owner, syncs it, renames it over the original
-// and syncs the directory, so the config is either wholly old or wholly new.
-// A symbolic link is followed and the file it names is replaced. On any error
-// before that rename the original file is unchanged and no backup is left.
+// config.json.1.0.0-20261121T180102Z.bak), readable by its owner only and
+// never more widely than the config (mode 0600, or 0400 for a 0400 config),
+// and synced to disk with its directory. It then writes the new config to a
+// temporary file in the same directory with the original file's mode and
+// owner, syncs it, renames it over the original and syncs the directory, so
+// the config is either wholly old or wholly new. A symbolic link is followed
+// and the file it names is replaced. On any error before that rename the
+// original file is unchanged and no backup is left. Once the config is
+// replaced, the backups of the file beyond the 3 newest are removed (see
+// pruneBackups).
 //
 // Apply is idempotent: a config whose version already is to (a run redone
 // after a crash, a downgrade applied twice) is left alone but synced, file
@@ -88,7 +98,7 @@ func Apply(spec Spec, from, to string, migs []Migration, opts Options) (Report, 
 	if now.IsZero() {
 		now = time.Now()
 	}
-	backup, err := writeBackup(file, doc, current, now)
+	backup, err := writeBackup(file, doc, current, now, info.Mode().Perm()&0o600)
 	if err != nil {
 		return Report{}, "", err
 	}
@@ -97,25 +107,29 @@ func Apply(spec Spec, from, to string, migs []Migration, opts Options) (Report, 
 		os.Remove(backup)
 		return Report{}, "", err
 	}
+	if err == nil {
+		pruneBackups(file, backup)
+	}
 	return rep, backup, err
 }
 
-// writeBackup writes data to a new backup file of file, mode 0600, synced.
-func writeBackup(file string, data []byte, version string, now time.Time) (string, error) {
+// writeBackup writes data to a new backup file of file, mode perm, synced with its
+// directory.
+func writeBackup(file string, data []byte, version string, now time.Time, perm fs.FileMode) (string, error) {
 	base := fmt.Sprintf("%s.%s-%s", file, version, now.UTC().Format(backupTime))
 	for n := 1; n <= 100; n++ {
 		name := base + ".bak"
 		if n > 1 {
 			name = fmt.Sprintf("%s-%d.bak", base, n)
 		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("back up config: %w", err)
 		}
-		err = f.Chmod(0o600)
+		err = f.Chmod(perm)
 		if err == nil {
 			_, err = f.Write(data)
 		}
@@ -135,6 +149,86 @@ func writeBackup(file string, data []byte, version string, now time.Time) (strin
 		return name, nil
 	}
 	return "", fmt.Errorf("back up config: every name %s*.bak is taken", base)
+}
+
+// pruneBackups removes the backups of file beyond the backupsKept newest, never kept (the
+// one just written). A backup is a regular file named exactly as writeBackup names them; a
+// link, a directory or another name is left alone, and a link is never followed. The newest
+// are those with the latest time in their name, then the latest modification time, then
+// the highest sequence number. Failures are ignored: a leftover only takes room, and a
+// removal that a power cut undoes is done again by the next migration.
+func pruneBackups(file, kept string) {
+	dir, base := filepath.Dir(file), filepath.Base(file)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type backup struct {
+		name     string
+		at, mod  time.Time
+		sequence int
+	}
+	var old []backup
+	for _, e := range entries {
+		at, seq, ok := parseBackupName(base, e.Name())
+		if !ok || !e.Type().IsRegular() || e.Name() == filepath.Base(kept) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		old = append(old, backup{e.Name(), at, info.ModTime(), seq})
+	}
+	slices.SortFunc(old, func(a, b backup) int { // newest first
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		if c := b.mod.Compare(a.mod); c != 0 {
+			return c
+		}
+		if c := b.sequence - a.sequence; c != 0 {
+			return c
+		}
+		return strings.Compare(b.name, a.name)
+	})
+	removed := false
+	for _, b := range old[min(len(old), backupsKept-1):] {
+		removed = os.Remove(filepath.Join(dir, b.name)) == nil || removed
+	}
+	if removed {
+		_ = syncDir(dir)
+	}
+}
+
+// parseBackupName reads the name of a backup of the file base, as writeBackup names them:
+// <base>.<version>-<UTC time>.bak or <base>.<version>-<UTC time>-<n>.bak.
+func parseBackupName(base, name string) (at time.Time, sequence int, ok bool) {
+	rest, ok1 := strings.CutPrefix(name, base+".")
+	rest, ok2 := strings.CutSuffix(rest, ".bak")
+	if !ok1 || !ok2 {
+		return time.Time{}, 0, false
+	}
+	sequence = 1
+	if i := strings.LastIndexByte(rest, '-'); i > 0 && strings.HasSuffix(rest[:i], "Z") {
+		n, err := strconv.Atoi(rest[i+1:])
+		if err != nil || n < 2 || n > 100 || strconv.Itoa(n) != rest[i+1:] {
+			return time.Time{}, 0, false
+		}
+		rest, sequence = rest[:i], n
+	}
+	stamp := len(rest) - len(backupTime)
+	if stamp < 2 || rest[stamp-1] != '-' {
+		return time.Time{}, 0, false
+	}
+	at, err := time.Parse(backupTime, rest[stamp:])
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	if _, err := parseVersion(rest[:stamp-1]); err != nil {
+		return time.Time{}, 0, false
+	}
+	return at, sequence, true
 }
 
 // replaceFile atomically replaces file with data, keeping info's mode and

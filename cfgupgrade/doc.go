@@ -25,9 +25,11 @@
 // minor; a minor without a file is an identity step. A major is crossed by the
 // one file that hops from the last minor of the old major to N.0, such as
 // {"from": "2.10", "to": "3.0"}; without it a change of major is refused. [Migrate] applies a plan
-// to a document in memory and sets the version; [Apply] does it to the file:
-// a dated 0600 backup, then temp file, fsync and rename, and nothing changed
-// on error. Apply is idempotent: a config already at the target is left
+// to a document in memory and sets the version, and changes nothing else: members keep their
+// order (a renamed one its place, a new one goes last in its object) and the document its
+// indentation, spacing, final newline and what it wrote on one line. [Apply] does it to the file:
+// a dated backup readable by its owner only (the 3 newest are kept), then
+// temp file, fsync and rename, and nothing changed on error. Apply is idempotent: a config already at the target is left
 // alone, so a redone run or a second downgrade changes nothing. Its
 // [Options.DryRun] returns the diff and writes nothing.
 //

@@ -98,8 +98,8 @@ type Report struct {
 	From, To string
 	// Steps are the steps applied; none when the config was left alone.
 	Steps []Step
-	// Diff is a unified diff of the pretty-printed JSON before and after;
-	// empty when nothing changed.
+	// Diff is a unified diff of the JSON before and after, each indented by
+	// two spaces with its members in order; empty when nothing changed.
 	Diff string
 	// Output is the tail of an exec-mode command's standard output and
 	// error, interleaved as they arrived.
@@ -123,9 +123,14 @@ func IsMismatch(err error) bool {
 }
 
 // Migrate migrates the config doc from version from to version to (full
-// versions) with migs, in memory, and returns the new document: indented
-// JSON with sorted keys and a final newline, whose version (at
-// spec.VersionKey, in spec.Encoding) is to.
+// versions) with migs, in memory, and returns the new document, whose version
+// (at spec.VersionKey, in spec.Encoding) is to. The document changes by the
+// migration only: its members keep their order (a member a move renames
+// within its object keeps its place, a new member goes at the end of its
+// object), and it keeps doc's layout: its indentation (spaces or tabs, or
+// one line), line ends, spacing and final newline, and an object or array
+// written on one line stays on one line. Numbers are kept as written;
+// strings are written as encoding/json writes them, without escaping HTML.
 //
 // The config's version must have from's MAJOR.MINOR; otherwise Migrate
 // refuses, naming both versions (see IsMismatch). Migrate does no I/O and
@@ -184,7 +189,11 @@ func Migrate(doc []byte, spec Spec, from, to string, migs []Migration) ([]byte, 
 	if err != nil {
 		return nil, Report{}, fmt.Errorf("migrate %s: %w", spec.name(), err)
 	}
-	if got, err := VersionOf(after, spec); err != nil || got != target.String() {
+	out, err := layoutOf(doc).encode(root)
+	if err != nil {
+		return nil, Report{}, fmt.Errorf("migrate %s: %w", spec.name(), err)
+	}
+	if got, err := VersionOf(out, spec); err != nil || got != target.String() {
 		return nil, Report{}, fmt.Errorf("migrate %s: the migrated config does not read back as version %s", spec.name(), target)
 	}
 	rep := Report{
@@ -193,5 +202,5 @@ func Migrate(doc []byte, spec Spec, from, to string, migs []Migration) ([]byte, 
 		Steps: steps,
 		Diff:  unifiedDiff(spec.name()+" "+current, spec.name()+" "+target.String(), before, after),
 	}
-	return after, rep, nil
+	return out, rep, nil
 }

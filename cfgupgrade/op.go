@@ -135,10 +135,8 @@ func (b *budget) spend(v any) error {
 func countValues(v any) int {
 	n := 1
 	switch x := v.(type) {
-	case map[string]any:
-		for _, c := range x {
-			n += countValues(c)
-		}
+	case *object:
+		x.each(func(_ string, c any) { n += countValues(c) })
 	case []any:
 		for _, c := range x {
 			n += countValues(c)
@@ -201,6 +199,10 @@ func (op Op) transfer(root any, path []string, b *budget) (any, error) {
 	type pair struct {
 		from, to []string
 		val      any
+		// in is the object of a move within one object: the member is renamed where
+		// it stands, held between the removal and the set.
+		in   *object
+		held *member
 	}
 	var pairs []pair
 	for _, m := range sources {
@@ -221,16 +223,30 @@ func (op Op) transfer(root any, path []string, b *budget) (any, error) {
 			}
 			val = deepCopy(val)
 		}
-		pairs = append(pairs, pair{from: m.segs, to: to, val: val})
+		p := pair{from: m.segs, to: to, val: val}
+		if op.Op == opMove && len(to) == len(m.segs) && slices.Equal(to[:len(to)-1], m.segs[:len(to)-1]) {
+			parent, _, _ := lookup(root, m.segs[:len(to)-1])
+			p.in, _ = parent.(*object)
+		}
+		pairs = append(pairs, p)
 	}
 	if op.Op == opMove {
 		for i := len(pairs) - 1; i >= 0; i-- {
-			if root, err = removeAt(root, pairs[i].from); err != nil {
+			p := &pairs[i]
+			if p.in != nil {
+				p.held = p.in.hold(p.from[len(p.from)-1])
+				continue
+			}
+			if root, err = removeAt(root, p.from); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, p := range pairs {
+		if p.held != nil {
+			p.in.putBack(p.held, p.to[len(p.to)-1], p.val)
+			continue
+		}
 		if root, err = setAt(root, p.to, p.val, op.IfAbsent); err != nil {
 			return nil, err
 		}
@@ -261,16 +277,16 @@ func (op Op) String() string {
 	return op.Op + " " + op.Path
 }
 
-// decodeJSON decodes exactly one JSON value from data, keeping numbers exact; a value that
-// nests deeper than MaxJSONDepth is refused before it is decoded.
+// decodeJSON decodes exactly one JSON value from data, keeping numbers exact and objects'
+// members in order (see object); a value that nests deeper than MaxJSONDepth is refused
+// before it is decoded.
 func decodeJSON(data []byte) (any, error) {
 	if err := CheckJSONDepth(data, MaxJSONDepth); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		if err == io.EOF {
 			return nil, errors.New("no JSON value")
 		}
@@ -279,7 +295,7 @@ func decodeJSON(data []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("data after the JSON value")
 	}
-	return v, nil
+	return decodeOrdered(raw)
 }
 
 func decodeValue(raw json.RawMessage) (any, error) {
@@ -290,14 +306,8 @@ func decodeValue(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
-// encodeJSON returns v as indented JSON with sorted keys and a final newline.
+// encodeJSON returns v as JSON indented by two spaces, objects' members in their order, with
+// a final newline: the form of diffs.
 func encodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return prettyLayout.encode(v)
 }

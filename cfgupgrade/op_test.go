@@ -208,8 +208,8 @@ func TestOps(t *testing.T) {
 				return
 			}
 			want := patchByHand(t, mustDecode(t, opsDoc), tt.want)
-			if g, w := mustEncode(t, got), mustEncode(t, want); g != w {
-				t.Errorf("applyOps(%s) =\n%s\nwant\n%s", tt.ops, g, w)
+			if g, w := canonical(t, got), canonical(t, want); g != w {
+				t.Errorf("applyOps(%s) =\n%s\nwant\n%s", tt.ops, mustEncode(t, got), mustEncode(t, want))
 			}
 		})
 	}

@@ -96,8 +96,8 @@ func arrayIndex(segs []string, k, n int) (i int, found bool, err error) {
 // or array.
 func child(node any, segs []string, k int) (v any, found bool, err error) {
 	switch n := node.(type) {
-	case map[string]any:
-		v, found = n[segs[k]]
+	case *object:
+		v, found = n.get(segs[k])
 		return v, found, nil
 	case []any:
 		i, found, err := arrayIndex(segs, k, len(n))
@@ -143,15 +143,15 @@ func setAt(root any, segs []string, val any, ifAbsent bool) (any, error) {
 func setIn(node any, segs []string, k int, val any, ifAbsent bool) (any, error) {
 	last := k == len(segs)-1
 	switch n := node.(type) {
-	case map[string]any:
+	case *object:
 		key := segs[k]
 		if last {
-			if _, ok := n[key]; !ok || !ifAbsent {
-				n[key] = val
+			if _, ok := n.get(key); !ok || !ifAbsent {
+				n.set(key, val)
 			}
 			return n, nil
 		}
-		c, ok := n[key]
+		c, ok := n.get(key)
 		if !ok {
 			return nil, fmt.Errorf("parent %s does not exist", formatPointer(segs[:k+1]))
 		}
@@ -159,7 +159,7 @@ func setIn(node any, segs []string, k int, val any, ifAbsent bool) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		n[key] = c
+		n.set(key, c)
 		return n, nil
 	case []any:
 		i, found, err := arrayIndex(segs, k, len(n))
@@ -199,18 +199,18 @@ func removeAt(root any, segs []string) (any, error) {
 func removeIn(node any, segs []string, k int) (any, error) {
 	last := k == len(segs)-1
 	switch n := node.(type) {
-	case map[string]any:
-		c, ok := n[segs[k]]
+	case *object:
+		c, ok := n.get(segs[k])
 		switch {
 		case !ok:
 		case last:
-			delete(n, segs[k])
+			n.remove(segs[k])
 		default:
 			c, err := removeIn(c, segs, k+1)
 			if err != nil {
 				return nil, err
 			}
-			n[segs[k]] = c
+			n.set(segs[k], c)
 		}
 		return n, nil
 	case []any:
@@ -266,14 +266,12 @@ func expand(root any, pattern []string, strict bool) ([]match, error) {
 			return walk(c, k+1, path, binds)
 		}
 		switch n := node.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(n))
-			for key := range n {
-				keys = append(keys, key)
-			}
+		case *object:
+			keys := n.names()
 			sort.Strings(keys)
 			for _, key := range keys {
-				if err := walk(n[key], k+1, append(segs[:k:k], key), append(binds[:len(binds):len(binds)], key)); err != nil {
+				c, _ := n.get(key)
+				if err := walk(c, k+1, append(segs[:k:k], key), append(binds[:len(binds):len(binds)], key)); err != nil {
 					return err
 				}
 			}
@@ -325,12 +323,10 @@ func isPrefix(a, b []string) bool {
 // deepCopy returns a copy of a decoded JSON value that shares nothing with v.
 func deepCopy(v any) any {
 	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, c := range x {
-			m[k] = deepCopy(c)
-		}
-		return m
+	case *object:
+		o := newObject()
+		x.each(func(name string, c any) { o.set(name, deepCopy(c)) })
+		return o
 	case []any:
 		s := make([]any, len(x))
 		for i, c := range x {

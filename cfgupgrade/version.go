@@ -266,7 +266,7 @@ func describe(v any) string {
 		return fmt.Sprintf("the number %v", x)
 	case bool:
 		return fmt.Sprintf("the boolean %v", x)
-	case map[string]any:
+	case *object, map[string]any:
 		return "an object"
 	case []any:
 		return "an array"

@@ -81,3 +81,6 @@ var fsyncDir = func(dir string) error {
 	}
 	return err
 }
+
+// SyncDir fsyncs the directory dir, making a rename, removal or new entry in it durable.
+func SyncDir(dir string) error { return syncDir(dir) }

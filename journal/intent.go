@@ -20,7 +20,10 @@ const maxIntentSize = 64 << 10
 // Intent is the intent record of a pending run: while the intent file exists,
 // a run must be resumed or aborted.
 type Intent struct {
-	RunID     uint64    `json:"run_id"`
+	RunID uint64 `json:"run_id"`
+	// Kind is the kind of the pending run, as its journal record names it; "" is an
+	// upgrade run (intents written before kinds were recorded).
+	Kind      string    `json:"kind,omitempty"`
 	From      string    `json:"from"`
 	To        string    `json:"to"`
 	Direction string    `json:"direction"`

@@ -26,9 +26,10 @@
 //
 // [Layout.Switch] points both links at another installed version. Each link is replaced
 // atomically (a temporary symlink renamed over it) and read back; a node is either switched
-// or left as it was. See its documentation for the exact steps. The [FS] syncs every
-// directory it changes as part of each operation, so a switch that returned survives a power
-// cut of the node.
+// or left as it was. See its documentation for the exact steps. A switch that returned
+// survives a power cut of the node: the links' directory is synced after the last change and
+// before Switch returns, once for all the changes when the FS is a [NoSyncFS], or else by the
+// [FS] as part of each change.
 //
 // # Nodes and roots
 //

@@ -31,3 +31,20 @@ type FS interface {
 	// SyncDir fsyncs the directory name, making the entries it holds durable.
 	SyncDir(name string) error
 }
+
+// NoSyncFS is an FS that can also change a directory without syncing it, so that a caller
+// that changes one directory several times syncs it once, with SyncDir, after the last
+// change and before it returns (a caller records nothing durable before that sync). A change
+// made through one of these methods may be undone by a power cut until that SyncDir
+// returns: each says so in its name, so that no caller can forget the sync by accident.
+// Switch uses them when the FS has them, and otherwise the operations of FS, which sync
+// each change.
+type NoSyncFS interface {
+	FS
+	// SymlinkNoSync is Symlink without the sync of newname's directory.
+	SymlinkNoSync(oldname, newname string) error
+	// RenameNoSync is Rename without the sync of the directories it changed.
+	RenameNoSync(oldname, newname string) error
+	// RemoveNoSync is Remove without the sync of name's directory.
+	RemoveNoSync(name string) error
+}

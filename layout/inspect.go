@@ -8,8 +8,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-
-	goversion "github.com/hashicorp/go-version"
 )
 
 // Live returns the live VERSIONDIR of the node, read from both links. A link target may be
@@ -149,20 +147,29 @@ func (l *Layout) Installed(ctx context.Context, fsys FS) ([]string, error) {
 		}
 		installed = append(installed, dir)
 	}
-	slices.SortFunc(installed, compareVersions)
+	sortVersionDirs(installed)
 	return installed, nil
 }
 
-// compareVersions orders VERSIONDIRs by version (go-version order), then by spelling.
-func compareVersions(a, b string) int {
-	va, errA := goversion.NewVersion(a)
-	vb, errB := goversion.NewVersion(b)
-	if errA == nil && errB == nil {
-		if c := va.Compare(vb); c != 0 {
-			return c
+// sortVersionDirs sorts VERSIONDIRs by version (go-version order), then by spelling; each
+// name is parsed once.
+func sortVersionDirs(names []string) {
+	versions := make(map[string]Version, len(names))
+	for _, name := range names {
+		if v, err := ParseVersion(name); err == nil {
+			versions[name] = v
 		}
 	}
-	return strings.Compare(a, b)
+	slices.SortFunc(names, func(a, b string) int {
+		va, okA := versions[a]
+		vb, okB := versions[b]
+		if okA && okB {
+			if c := va.Compare(vb); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a, b)
+	})
 }
 
 // versionDirs returns the names in dir that are VERSIONDIRs; a missing dir has none.

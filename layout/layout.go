@@ -26,16 +26,7 @@ type Layout struct {
 	root  string // prefix of every path touched; "" on a real node
 }
 
-var (
-	appPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._+-]*$`)
-	// versionPattern is MAJOR.MINOR[.PATCH][-PRERELEASE]: numbers without leading zeros, so a
-	// version has exactly one spelling, and dot-separated prerelease identifiers.
-	// Each number has at most 9 digits, so it fits every integer type that parses it.
-	versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(\.(0|[1-9][0-9]{0,8}))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
-)
-
-// maxVersionLen bounds a version string; real ones are far shorter.
-const maxVersionLen = 64
+var appPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._+-]*$`)
 
 // New returns the Layout of app installed under paths. versionDirs is "full" (VERSIONDIR is
 // the whole version, 1.2.0) or "minor" (MAJOR.MINOR, 1.2; Ganeti's default). root is "" or "/"
@@ -83,32 +74,28 @@ func checkDir(p string) error {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
-// ValidVersion reports whether v is a version cutover accepts: MAJOR.MINOR.PATCH or
-// MAJOR.MINOR, numbers without leading zeros, with an optional -PRERELEASE of dot-separated
-// [0-9A-Za-z-] identifiers. Nothing else is accepted (no leading "v", spaces, "/" or shell
-// metacharacters), so a valid version is safe as a file name and in a command line.
+// ValidVersion reports whether v is a version cutover accepts, as ParseVersion parses it:
+// MAJOR.MINOR.PATCH or MAJOR.MINOR, numbers without leading zeros, with an optional
+// -PRERELEASE of dot-separated [0-9A-Za-z-] identifiers.
 func ValidVersion(v string) error {
-	if len(v) > maxVersionLen || !versionPattern.MatchString(v) {
-		return fmt.Errorf("invalid version %q: want MAJOR.MINOR[.PATCH][-PRERELEASE] with numbers of at most 9 digits, e.g. 1.2.0", v)
-	}
-	return nil
+	_, err := ParseVersion(v)
+	return err
 }
 
 // VersionDir returns the directory name of version's trees: the version itself with
 // version_dirs "full", MAJOR.MINOR with "minor". It is idempotent, so a VERSIONDIR read by
 // Live may be passed wherever a version is expected.
 func (l *Layout) VersionDir(version string) (string, error) {
-	if err := ValidVersion(version); err != nil {
+	v, err := ParseVersion(version)
+	if err != nil {
 		return "", err
 	}
-	if l.full {
-		return version, nil
-	}
-	major, rest, _ := strings.Cut(version, ".")
-	minor, _, _ := strings.Cut(rest, ".")
-	minor, _, _ = strings.Cut(minor, "-")
-	return major + "." + minor, nil
+	return l.DirOf(v), nil
 }
+
+// DirOf returns the directory name of v's trees in this layout's version_dirs mode, as
+// VersionDir does for a version not yet parsed.
+func (l *Layout) DirOf(v Version) string { return v.Dir(l.full) }
 
 // Trees returns the root-less absolute paths of version's two trees:
 // <libdir>/<app>/<VERSIONDIR> and <datadir>/<app>/<VERSIONDIR>.

@@ -55,6 +55,15 @@ func (OSFS) Remove(name string) error {
 	return nil
 }
 
+// SymlinkNoSync calls os.Symlink; newname's directory is left to the caller to sync.
+func (OSFS) SymlinkNoSync(oldname, newname string) error { return os.Symlink(oldname, newname) }
+
+// RenameNoSync calls os.Rename; the directories it changed are left to the caller to sync.
+func (OSFS) RenameNoSync(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// RemoveNoSync calls os.Remove; name's directory is left to the caller to sync.
+func (OSFS) RemoveNoSync(name string) error { return os.Remove(name) }
+
 // ReadDir returns the entries of the directory name as lstat would describe them, in
 // directory order.
 func (OSFS) ReadDir(name string) ([]fs.FileInfo, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,8 +24,16 @@ type faultFS struct {
 var errInjected = errors.New("injected failure")
 
 func (f *faultFS) Symlink(oldname, newname string) error {
+	return f.symlink(oldname, newname, f.OSFS.Symlink)
+}
+
+func (f *faultFS) SymlinkNoSync(oldname, newname string) error {
+	return f.symlink(oldname, newname, f.OSFS.SymlinkNoSync)
+}
+
+func (f *faultFS) symlink(oldname, newname string, do func(string, string) error) error {
 	f.writes++
-	if err := f.OSFS.Symlink(oldname, newname); err != nil {
+	if err := do(oldname, newname); err != nil {
 		return err
 	}
 	if f.failSymlink {
@@ -34,6 +43,14 @@ func (f *faultFS) Symlink(oldname, newname string) error {
 }
 
 func (f *faultFS) Rename(oldname, newname string) error {
+	return f.rename(oldname, newname, f.OSFS.Rename)
+}
+
+func (f *faultFS) RenameNoSync(oldname, newname string) error {
+	return f.rename(oldname, newname, f.OSFS.RenameNoSync)
+}
+
+func (f *faultFS) rename(oldname, newname string, do func(string, string) error) error {
 	f.writes++
 	if f.failRename != "" && strings.HasSuffix(newname, f.failRename) {
 		return errInjected
@@ -42,7 +59,7 @@ func (f *faultFS) Rename(oldname, newname string) error {
 		f.renamed = map[string]bool{}
 	}
 	f.renamed[newname] = true
-	if err := f.OSFS.Rename(oldname, newname); err != nil {
+	if err := do(oldname, newname); err != nil {
 		return err
 	}
 	if f.lateRename != "" && strings.HasSuffix(newname, f.lateRename) {
@@ -54,6 +71,11 @@ func (f *faultFS) Rename(oldname, newname string) error {
 func (f *faultFS) Remove(name string) error {
 	f.writes++
 	return f.OSFS.Remove(name)
+}
+
+func (f *faultFS) RemoveNoSync(name string) error {
+	f.writes++
+	return f.OSFS.RemoveNoSync(name)
 }
 
 func (f *faultFS) Readlink(name string) (string, error) {
@@ -275,5 +297,114 @@ func TestWithoutRoot(t *testing.T) {
 				t.Errorf("root %q: Live = %q, %v, want %s", root, live, err, v)
 			}
 		}
+	}
+}
+
+// recFS is the local FS that records, in order, every change Switch makes through it and
+// every sync of a directory.
+type recFS struct {
+	OSFS
+	root     string
+	failSync bool
+	ops      []string
+}
+
+func (r *recFS) rel(name string) string { return strings.TrimPrefix(name, r.root) }
+
+// templess names a temporary link by its link: /etc/app/.lib.cutover-X is /etc/app/.lib.
+func templess(name string) string {
+	if i := strings.Index(name, tempMarker); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func (r *recFS) SymlinkNoSync(oldname, newname string) error {
+	r.ops = append(r.ops, "symlink "+templess(r.rel(newname)))
+	return r.OSFS.SymlinkNoSync(oldname, newname)
+}
+
+func (r *recFS) RenameNoSync(oldname, newname string) error {
+	r.ops = append(r.ops, "rename "+templess(r.rel(oldname))+" "+r.rel(newname))
+	return r.OSFS.RenameNoSync(oldname, newname)
+}
+
+func (r *recFS) RemoveNoSync(name string) error {
+	r.ops = append(r.ops, "remove "+templess(r.rel(name)))
+	return r.OSFS.RemoveNoSync(name)
+}
+
+func (r *recFS) SyncDir(name string) error {
+	r.ops = append(r.ops, "sync "+r.rel(name))
+	if r.failSync {
+		return errSyncRefused
+	}
+	return r.OSFS.SyncDir(name)
+}
+
+// Switch on an FS with NoSync operations renames both links, syncs their directory once after
+// the last change, and returns only after that sync: nothing it changed is left unsynced.
+func TestSwitchSyncsOnceAfterItsChanges(t *testing.T) {
+	t.Parallel()
+	switched := []string{
+		"symlink /etc/app/.lib", "rename /etc/app/.lib /etc/app/lib",
+		"symlink /etc/app/.share", "rename /etc/app/.share /etc/app/share",
+	}
+	tests := []struct {
+		name     string
+		tree     []string
+		version  string
+		failSync bool
+		want     []string
+		wantLib  string
+	}{
+		{name: "upgrade", tree: installed, version: "1.1", want: append(slices.Clone(switched), "sync /etc/app"), wantLib: "/usr/lib/app/1.1"},
+		{name: "already there", tree: installed, version: "1.0", want: []string{"sync /etc/app"}, wantLib: "/usr/lib/app/1.0"},
+		{name: "a leftover temporary link", tree: with(installed, "l etc/app/.lib.cutover-OLD /usr/lib/app/1.1"), version: "1.1",
+			want: append([]string{"remove /etc/app/.lib"}, append(slices.Clone(switched), "sync /etc/app")...), wantLib: "/usr/lib/app/1.1"},
+		{name: "the sync fails: both put back", tree: installed, version: "1.1", failSync: true,
+			want: append(slices.Clone(switched), "sync /etc/app",
+				"symlink /etc/app/.lib", "rename /etc/app/.lib /etc/app/lib",
+				"symlink /etc/app/.share", "rename /etc/app/.share /etc/app/share", "sync /etc/app"),
+			wantLib: "/usr/lib/app/1.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := build(t, tt.tree...)
+			r := &recFS{root: root, failSync: tt.failSync}
+			err := newTestLayout(t, "minor", root).Switch(context.Background(), r, tt.version)
+			if tt.failSync != errors.Is(err, errSyncRefused) {
+				t.Errorf("Switch(%s) = %v, want the sync's failure: %v", tt.version, err, tt.failSync)
+			}
+			if !slices.Equal(r.ops, tt.want) {
+				t.Errorf("Switch(%s) did\n  %s\nwant\n  %s", tt.version, strings.Join(r.ops, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+			if n := len(r.ops); n == 0 || r.ops[n-1] != "sync /etc/app" {
+				t.Errorf("Switch(%s) returned before syncing /etc/app after its last change: %q", tt.version, r.ops)
+			}
+			if got := readlink(t, root, "etc/app/lib"); got != tt.wantLib {
+				t.Errorf("lib -> %q, want %q", got, tt.wantLib)
+			}
+		})
+	}
+}
+
+// plainFS is an FS without NoSync operations: every change syncs its directory itself.
+type plainFS struct{ FS }
+
+// Switch on an FS without NoSync operations changes the links with the operations that sync
+// each change, and adds no sync of its own after them.
+func TestSwitchWithoutNoSync(t *testing.T) {
+	root := build(t, installed...)
+	synced := recordSyncs(t, "")
+	if err := newTestLayout(t, "minor", root).Switch(context.Background(), plainFS{OSFS{}}, "1.1"); err != nil {
+		t.Fatalf("Switch(1.1) = %v", err)
+	}
+	if len(*synced) != 4 {
+		t.Errorf("synced %q, want /etc/app once per symlink and rename: 4 times", *synced)
+	}
+	if got := readlink(t, root, "etc/app/lib"); got != "/usr/lib/app/1.1" {
+		t.Errorf("lib -> %q, want /usr/lib/app/1.1", got)
 	}
 }

@@ -129,26 +129,45 @@ func (f cmdFS) Readlink(name string) (string, error) {
 
 // Symlink creates newname and syncs its directory.
 func (f cmdFS) Symlink(oldname, newname string) error {
-	if _, err := f.run("ln", "-s", "-T", "--", oldname, newname); err != nil {
-		return f.linkErr("symlink", oldname, newname, err)
+	if err := f.SymlinkNoSync(oldname, newname); err != nil {
+		return err
 	}
 	return f.linkErr("symlink", oldname, newname, f.syncDirs(parentDir(newname)))
 }
 
+// SymlinkNoSync creates newname, leaving its directory to the caller to sync.
+func (f cmdFS) SymlinkNoSync(oldname, newname string) error {
+	_, err := f.run("ln", "-s", "-T", "--", oldname, newname)
+	return f.linkErr("symlink", oldname, newname, err)
+}
+
 // Rename renames oldname to newname and syncs the directories it changed.
 func (f cmdFS) Rename(oldname, newname string) error {
-	if _, err := f.run("mv", "-f", "-T", "--", oldname, newname); err != nil {
-		return f.linkErr("rename", oldname, newname, err)
+	if err := f.RenameNoSync(oldname, newname); err != nil {
+		return err
 	}
 	return f.linkErr("rename", oldname, newname, f.syncDirs(renamedDirs(oldname, newname)...))
 }
 
+// RenameNoSync renames oldname to newname, leaving the directories to the
+// caller to sync.
+func (f cmdFS) RenameNoSync(oldname, newname string) error {
+	_, err := f.run("mv", "-f", "-T", "--", oldname, newname)
+	return f.linkErr("rename", oldname, newname, err)
+}
+
 // Remove removes name and syncs its directory.
 func (f cmdFS) Remove(name string) error {
-	if _, err := f.run("rm", "-d", "--", name); err != nil {
-		return f.pathErr("remove", name, err)
+	if err := f.RemoveNoSync(name); err != nil {
+		return err
 	}
 	return f.pathErr("remove", name, f.syncDirs(parentDir(name)))
+}
+
+// RemoveNoSync removes name, leaving its directory to the caller to sync.
+func (f cmdFS) RemoveNoSync(name string) error {
+	_, err := f.run("rm", "-d", "--", name)
+	return f.pathErr("remove", name, err)
 }
 
 // SyncDir fsyncs the directory name.

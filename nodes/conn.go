@@ -38,6 +38,9 @@ type fileSystem interface {
 	Symlink(oldname, newname string) error
 	Rename(oldname, newname string) error
 	Remove(name string) error
+	SymlinkNoSync(oldname, newname string) error
+	RenameNoSync(oldname, newname string) error
+	RemoveNoSync(name string) error
 	ReadDir(name string) ([]fs.FileInfo, error)
 	ReadFile(name string) ([]byte, error)
 	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
@@ -276,13 +279,7 @@ func (c *Conn) Symlink(oldname, newname string) error {
 	if oldname == "" {
 		return fmt.Errorf("%s: symlink %q: empty target", c.name, newname)
 	}
-	if err := c.checkAbs("symlink", newname); err != nil {
-		return err
-	}
-	if err := c.beforeWrite("symlink", newname); err != nil {
-		return err
-	}
-	return c.fsError(c.files().Symlink(oldname, newname))
+	return c.change("symlink", newname, func() error { return c.files().Symlink(oldname, newname) }, newname)
 }
 
 // Rename renames oldname to newname with POSIX semantics: an existing
@@ -290,25 +287,50 @@ func (c *Conn) Symlink(oldname, newname string) error {
 // uses the posix-rename@openssh.com SFTP extension. It then syncs newname's
 // directory, and oldname's when that is another one.
 func (c *Conn) Rename(oldname, newname string) error {
-	if err := c.checkAbs("rename", oldname, newname); err != nil {
-		return err
-	}
-	if err := c.beforeWrite("rename", newname); err != nil {
-		return err
-	}
-	return c.fsError(c.files().Rename(oldname, newname))
+	return c.change("rename", newname, func() error { return c.files().Rename(oldname, newname) }, oldname, newname)
 }
 
 // Remove removes the named file, symbolic link or empty directory, then
 // syncs its directory.
 func (c *Conn) Remove(name string) error {
-	if err := c.checkAbs("remove", name); err != nil {
+	return c.change("remove", name, func() error { return c.files().Remove(name) }, name)
+}
+
+// SymlinkNoSync is Symlink without the sync of newname's directory: the link
+// may be lost to a power cut of the node until the caller's SyncDir of that
+// directory returns (see layout.NoSyncFS).
+func (c *Conn) SymlinkNoSync(oldname, newname string) error {
+	if oldname == "" {
+		return fmt.Errorf("%s: symlink %q: empty target", c.name, newname)
+	}
+	return c.change("symlink", newname, func() error { return c.files().SymlinkNoSync(oldname, newname) }, newname)
+}
+
+// RenameNoSync is Rename without the sync of the directories it changed: the
+// rename may be undone by a power cut of the node until the caller's SyncDir
+// of them returns (see layout.NoSyncFS).
+func (c *Conn) RenameNoSync(oldname, newname string) error {
+	return c.change("rename", newname, func() error { return c.files().RenameNoSync(oldname, newname) }, oldname, newname)
+}
+
+// RemoveNoSync is Remove without the sync of name's directory: the removal
+// may be undone by a power cut of the node until the caller's SyncDir of that
+// directory returns (see layout.NoSyncFS).
+func (c *Conn) RemoveNoSync(name string) error {
+	return c.change("remove", name, func() error { return c.files().RemoveNoSync(name) }, name)
+}
+
+// change makes one change to the node's files after the checks every change gets: every
+// path in paths absolute, and no command of a dead execution still running (beforeWrite of
+// target, the path changed).
+func (c *Conn) change(op, target string, do func() error, paths ...string) error {
+	if err := c.checkAbs(op, paths...); err != nil {
 		return err
 	}
-	if err := c.beforeWrite("remove", name); err != nil {
+	if err := c.beforeWrite(op, target); err != nil {
 		return err
 	}
-	return c.fsError(c.files().Remove(name))
+	return c.fsError(do())
 }
 
 // ReadDir describes the entries of the named directory, sorted by name.

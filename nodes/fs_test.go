@@ -1,6 +1,7 @@
 package nodes_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/nodes/sshdtest"
 )
@@ -300,4 +303,106 @@ func TestFilePermissionDenied(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the refused write left %d entries", len(entries))
 	}
+}
+
+// TestNoSyncOperations checks, on every transport, that SymlinkNoSync,
+// RenameNoSync and RemoveNoSync change the directory as their syncing forms do
+// but sync nothing, leaving one SyncDir to make all of it durable. It does not
+// run in parallel: it changes how the whole package syncs.
+func TestNoSyncOperations(t *testing.T) {
+	targets, cluster := fsTargets(t)
+	rec := recordSyncs(t, filepath.Join(cluster.UserDir(t), "synced"))
+	for _, ft := range targets {
+		how := map[string]string{"local": "local", "ssh": "sftp", "ssh-without-sftp": "command"}[ft.name]
+		t.Run(ft.name, func(t *testing.T) {
+			c := ft.conn
+			dir := ft.newDir(t, cluster)
+			if err := c.WriteFileAtomic(filepath.Join(dir, "old"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rec.start(t, "")
+			tmp, link := filepath.Join(dir, ".link.tmp"), filepath.Join(dir, "link")
+			for _, err := range []error{
+				c.SymlinkNoSync("target", tmp),
+				c.RenameNoSync(tmp, link),
+				c.RemoveNoSync(filepath.Join(dir, "old")),
+			} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := rec.got(t); len(got) != 0 {
+				t.Errorf("the NoSync operations synced %q, want nothing", got)
+			}
+			if err := c.SyncDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := rec.got(t), []string{how + " " + dir}; !reflect.DeepEqual(got, want) {
+				t.Errorf("SyncDir synced %q, want %q", got, want)
+			}
+			if target, err := os.Readlink(link); err != nil || target != "target" {
+				t.Errorf("link -> %q, %v; want target", target, err)
+			}
+			for _, gone := range []string{tmp, filepath.Join(dir, "old")} {
+				if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s: %v, want it gone", gone, err)
+				}
+			}
+			// A missing path is fs.ErrNotExist, as for the syncing forms, naming the node.
+			err := c.RenameNoSync(filepath.Join(dir, "missing"), link)
+			if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), c.Node()+": rename ") {
+				t.Errorf("RenameNoSync(missing) = %v, want fs.ErrNotExist naming the node and the operation", err)
+			}
+		})
+	}
+}
+
+// perChangeFS is a node's file operations without the NoSync forms: every change syncs its
+// directory itself, as a switch did before it synced once.
+type perChangeFS struct{ layout.FS }
+
+// BenchmarkSwitch measures a switch of both links over SFTP to an sshd node on this machine,
+// batched (the links' directory synced once, after the last change) and per change (synced
+// after each symlink and rename, four times), one of each in every round so that both see
+// the same machine. It reports both times, a directory sync's time from their difference
+// (four syncs became one), and the syncs' share of the per-change and the batched switch.
+//
+//	go test -run '^$' -bench BenchmarkSwitch -benchtime 200x -count 5 ./nodes/
+func BenchmarkSwitch(b *testing.B) {
+	c := sshdtest.Start(b, 1)
+	node := conn(b, newPool(b, c, nil), "node1")
+	root := c.UserDir(b)
+	for _, d := range []string{"usr/lib/app/1.0", "usr/lib/app/1.1", "usr/share/app/1.0", "usr/share/app/1.1", "etc/app"} {
+		if err := node.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lay, err := layout.New("app", layout.Paths{LibDir: "/usr/lib", DataDir: "/usr/share", SysconfDir: "/etc", LocalstateDir: "/var"}, "minor", root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := lay.Switch(ctx, node, "1.0"); err != nil {
+		b.Fatal(err)
+	}
+	var perChange, batched time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := lay.Switch(ctx, perChangeFS{node}, "1.1"); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		if err := lay.Switch(ctx, node, "1.0"); err != nil {
+			b.Fatal(err)
+		}
+		perChange += mid.Sub(start)
+		batched += time.Since(mid)
+	}
+	n := float64(b.N)
+	sync := max(0, perChange-batched).Seconds() / 3 / n
+	b.ReportMetric(perChange.Seconds()*1000/n, "ms/switch-per-change")
+	b.ReportMetric(batched.Seconds()*1000/n, "ms/switch-batched")
+	b.ReportMetric(sync*1000, "ms/sync")
+	b.ReportMetric(4*sync/(perChange.Seconds()/n), "sync-share-per-change")
+	b.ReportMetric(sync/(batched.Seconds()/n), "sync-share-batched")
 }

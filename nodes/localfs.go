@@ -24,7 +24,7 @@ func (localFS) Chmod(name string, perm fs.FileMode) error { return os.Chmod(name
 
 // Symlink creates newname and syncs its directory.
 func (l localFS) Symlink(oldname, newname string) error {
-	if err := os.Symlink(oldname, newname); err != nil {
+	if err := l.SymlinkNoSync(oldname, newname); err != nil {
 		return err
 	}
 	return linkError("symlink", oldname, newname, l.syncDirs(parentDir(newname)))
@@ -32,7 +32,7 @@ func (l localFS) Symlink(oldname, newname string) error {
 
 // Rename renames oldname to newname and syncs the directories it changed.
 func (l localFS) Rename(oldname, newname string) error {
-	if err := os.Rename(oldname, newname); err != nil {
+	if err := l.RenameNoSync(oldname, newname); err != nil {
 		return err
 	}
 	return linkError("rename", oldname, newname, l.syncDirs(renamedDirs(oldname, newname)...))
@@ -40,11 +40,21 @@ func (l localFS) Rename(oldname, newname string) error {
 
 // Remove removes name and syncs its directory.
 func (l localFS) Remove(name string) error {
-	if err := os.Remove(name); err != nil {
+	if err := l.RemoveNoSync(name); err != nil {
 		return err
 	}
 	return pathError("remove", name, l.syncDirs(parentDir(name)))
 }
+
+// SymlinkNoSync creates newname, leaving its directory to the caller to sync.
+func (localFS) SymlinkNoSync(oldname, newname string) error { return os.Symlink(oldname, newname) }
+
+// RenameNoSync renames oldname to newname, leaving the directories to the
+// caller to sync.
+func (localFS) RenameNoSync(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// RemoveNoSync removes name, leaving its directory to the caller to sync.
+func (localFS) RemoveNoSync(name string) error { return os.Remove(name) }
 
 // MkdirAll creates name and its missing parents with perm (less the umask),
 // then syncs every directory it created and the directory holding each.

@@ -257,7 +257,7 @@ func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
 	}
 	sc, err := p.dialSSH(ctx, n)
 	if err != nil {
-		return nil, err
+		return nil, unreachable(ctx, n, err)
 	}
 	c := &Conn{name: name, timeout: p.cfg.CommandTimeout, ssh: sc, fs: remoteFS{sc}, pool: p}
 	p.mu.Lock()
@@ -268,6 +268,52 @@ func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
 	}
 	s.conn = c
 	return c, nil
+}
+
+// unreachableError is a node that could not be connected to at all (its name does not
+// resolve, nothing answers on its port, the connect timed out), with the operator's way
+// forward. A refused host key or login is not one: those keep their own message.
+type unreachableError struct {
+	dial *dialError
+	node Node
+}
+
+func (e *unreachableError) Error() string {
+	d := e.dial
+	cause := fmt.Sprint(d.err)
+	var dns *net.DNSError
+	switch {
+	case d.timeout > 0:
+		cause = fmt.Sprintf("connection timed out after %s", d.timeout)
+	case errors.As(d.err, &dns) && dns.Name != "":
+		cause = fmt.Sprintf("lookup %s: %s", dns.Name, dns.Err) // without the resolver's address
+	}
+	next := fmt.Sprintf("if the node is down for long, mark it offline = true in the node list (or in what nodes_command prints) and bring it back later with 'cutover sync %s'", e.node.Name)
+	if e.node.Offline {
+		next = fmt.Sprintf("the node is marked offline; once it answers, bring it back with 'cutover sync %s'", e.node.Name)
+	}
+	return fmt.Sprintf("%s: %s %s: %s; %s", d.node, d.op, d.addr, cause, next)
+}
+
+func (e *unreachableError) Unwrap() error { return e.dial }
+
+// IsUnreachable reports whether err says a node could not be connected to at all: its name
+// does not resolve, nothing answers on its SSH port or the connect timed out. Its message
+// ends with the operator's next step (marking the node offline); a refused host key or login
+// is not unreachable.
+func IsUnreachable(err error) bool {
+	var ue *unreachableError
+	return errors.As(err, &ue)
+}
+
+// unreachable gives a failed TCP connect to n its next step (see unreachableError); other
+// failures, and a dial that ctx ended, are returned as they are.
+func unreachable(ctx context.Context, n Node, err error) error {
+	var de *dialError
+	if !errors.As(err, &de) || de.op != "dial" || ctx.Err() != nil {
+		return err
+	}
+	return &unreachableError{dial: de, node: n}
 }
 
 // Close closes every connection. Commands still running on them fail.

@@ -113,18 +113,29 @@ func (r remoteFS) Readlink(name string) (target string, err error) {
 
 // Symlink creates newname and syncs its directory.
 func (r remoteFS) Symlink(oldname, newname string) error {
-	if err := r.link("symlink", oldname, newname, func(cl *sftp.Client) error { return cl.Symlink(oldname, newname) }); err != nil {
+	if err := r.SymlinkNoSync(oldname, newname); err != nil {
 		return err
 	}
 	return linkError("symlink", oldname, newname, r.syncDirs(parentDir(newname)))
 }
 
+// SymlinkNoSync creates newname, leaving its directory to the caller to sync.
+func (r remoteFS) SymlinkNoSync(oldname, newname string) error {
+	return r.link("symlink", oldname, newname, func(cl *sftp.Client) error { return cl.Symlink(oldname, newname) })
+}
+
 // Rename renames oldname to newname and syncs the directories it changed.
 func (r remoteFS) Rename(oldname, newname string) error {
-	if err := r.link("rename", oldname, newname, func(cl *sftp.Client) error { return cl.PosixRename(oldname, newname) }); err != nil {
+	if err := r.RenameNoSync(oldname, newname); err != nil {
 		return err
 	}
 	return linkError("rename", oldname, newname, r.syncDirs(renamedDirs(oldname, newname)...))
+}
+
+// RenameNoSync renames oldname to newname (posix-rename@openssh.com), leaving
+// the directories to the caller to sync.
+func (r remoteFS) RenameNoSync(oldname, newname string) error {
+	return r.link("rename", oldname, newname, func(cl *sftp.Client) error { return cl.PosixRename(oldname, newname) })
 }
 
 // link runs an operation on two paths, reporting an *os.LinkError.
@@ -139,10 +150,15 @@ func (r remoteFS) link(op, oldname, newname string, f func(cl *sftp.Client) erro
 
 // Remove removes name and syncs its directory.
 func (r remoteFS) Remove(name string) error {
-	if err := r.do("remove", name, func(cl *sftp.Client) error { return cl.Remove(name) }); err != nil {
+	if err := r.RemoveNoSync(name); err != nil {
 		return err
 	}
 	return pathError("remove", name, r.syncDirs(parentDir(name)))
+}
+
+// RemoveNoSync removes name, leaving its directory to the caller to sync.
+func (r remoteFS) RemoveNoSync(name string) error {
+	return r.do("remove", name, func(cl *sftp.Client) error { return cl.Remove(name) })
 }
 
 // SyncDir fsyncs the directory name.

@@ -15,7 +15,10 @@ import (
 // node's SSH connection), and over plain commands with sync. So a change an
 // operation reported is on stable storage, and a power cut of the node
 // cannot undo it. A sync that fails fails the operation, naming the
-// directory; the change itself may have happened.
+// directory; the change itself may have happened. SymlinkNoSync, RenameNoSync
+// and RemoveNoSync are the exceptions, named so: they leave the sync to their
+// caller, who changes one directory several times and then syncs it once with
+// SyncDir before anything relies on the changes (layout.Switch does).
 
 // parentDir returns the directory holding name.
 func parentDir(name string) string { return path.Dir(path.Clean(name)) }

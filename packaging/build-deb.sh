@@ -45,11 +45,16 @@ install -D -m 0644 "$repo/docs/completion/_cutover" "$root/usr/share/zsh/vendor-
 # by others (cutover refuses it otherwise), and holds no secret: identity files are apart.
 install -d -m 0755 "$root/etc/cutover"
 install -D -m 0644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/cutover"
-install -D -m 0644 "$repo/README.md" "$doc/README.md"
-for f in guide.md configuration.md json.md cli.md; do
+# The docs of docs/ go beside README.md, whose links into docs/ are made relative to them (a
+# test checks that every link of an installed document names an installed file).
+install -d -m 0755 "$doc"
+sed -e 's#](docs/#](#g' "$repo/README.md" >"$doc/README.md"
+chmod 0644 "$doc/README.md"
+for f in guide.md configuration.md migrations.md json.md cli.md; do
 	install -m 0644 "$repo/docs/$f" "$doc/$f"
 done
 install -D -m 0644 "$repo/docs/examples/demo.toml" "$doc/examples/demo.toml"
+install -m 0644 "$repo/docs/examples/demo-rolling.toml" "$doc/examples/demo-rolling.toml"
 install -m 0644 "$repo/docs/examples/ganeti.toml" "$doc/examples/ganeti.toml"
 
 # The changelog says which commit the package was built from.

@@ -115,17 +115,20 @@ func TestPackageContents(t *testing.T) {
 	want := map[string]string{
 		"/usr/sbin/cutover": "-rwxr-xr-x root/root",
 		"/etc/cutover/":     "drwxr-xr-x root/root",
-		"/lib/systemd/system/cutover-resume.service":     "-rw-r--r-- root/root",
-		"/usr/share/cutover/cutover.cron":                "-rw-r--r-- root/root",
-		"/usr/share/man/man8/cutover.8.gz":               "-rw-r--r-- root/root",
-		"/usr/share/bash-completion/completions/cutover": "-rw-r--r-- root/root",
-		"/usr/share/zsh/vendor-completions/_cutover":     "-rw-r--r-- root/root",
-		"/usr/share/doc/cutover/copyright":               "-rw-r--r-- root/root",
-		"/usr/share/doc/cutover/changelog.gz":            "-rw-r--r-- root/root",
-		"/usr/share/doc/cutover/README.md":               "-rw-r--r-- root/root",
-		"/usr/share/doc/cutover/guide.md":                "-rw-r--r-- root/root",
-		"/usr/share/doc/cutover/examples/ganeti.toml":    "-rw-r--r-- root/root",
-		"/usr/share/doc/cutover/examples/demo.toml":      "-rw-r--r-- root/root",
+		"/lib/systemd/system/cutover-resume.service":        "-rw-r--r-- root/root",
+		"/usr/share/cutover/cutover.cron":                   "-rw-r--r-- root/root",
+		"/usr/share/man/man8/cutover.8.gz":                  "-rw-r--r-- root/root",
+		"/usr/share/bash-completion/completions/cutover":    "-rw-r--r-- root/root",
+		"/usr/share/zsh/vendor-completions/_cutover":        "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/copyright":                  "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/changelog.gz":               "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/README.md":                  "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/guide.md":                   "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/configuration.md":           "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/migrations.md":              "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/examples/demo-rolling.toml": "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/examples/ganeti.toml":       "-rw-r--r-- root/root",
+		"/usr/share/doc/cutover/examples/demo.toml":         "-rw-r--r-- root/root",
 	}
 	for path, w := range want {
 		if got[path] != w {
@@ -153,6 +156,47 @@ func TestPackageContents(t *testing.T) {
 	out, err = exec.Command(filepath.Join(root, "usr/sbin/cutover"), "version").Output()
 	if want := "cutover " + string(m[1]) + "\n"; err != nil || string(out) != want {
 		t.Errorf("cutover version = %q (%v), want %q", out, err, want)
+	}
+}
+
+// TestPackageDocLinks: every relative link of the Markdown documents the package installs
+// names a file or directory the package installs.
+func TestPackageDocLinks(t *testing.T) {
+	deb := buildPackage(t)
+	root := t.TempDir()
+	if out, err := exec.Command("dpkg-deb", "--extract", deb, root).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb --extract: %v\n%s", err, out)
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "usr/share/doc/cutover/*.md"))
+	if err != nil || len(docs) < 4 {
+		t.Fatalf("the package installs %d documents (%v), want README.md, guide.md and the others", len(docs), err)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s#]+)[^)]*\)`)
+	code := regexp.MustCompile("`[^`]*`")
+	for _, doc := range docs {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := false
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+			}
+			if fenced {
+				continue
+			}
+			for _, m := range link.FindAllStringSubmatch(code.ReplaceAllString(line, ""), -1) {
+				target := m[1]
+				if regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`).MatchString(target) {
+					continue
+				}
+				p := filepath.Join(filepath.Dir(doc), target)
+				if _, err := os.Stat(p); err != nil || !strings.HasPrefix(p, root+"/") {
+					t.Errorf("the installed %s links to %s, which the package does not install", strings.TrimPrefix(doc, root), target)
+				}
+			}
+		}
 	}
 }
 
@@ -231,9 +275,11 @@ func TestResumeUnit(t *testing.T) {
 	}
 }
 
-// TestCronLog runs the package's @reboot line with a stand-in for cutover: its output is
-// appended to the log; a link in the log's place is never written through, and the resume
-// still runs to its end.
+// TestCronLog runs the package's @reboot line with a stand-in for cutover, as cron hands it to
+// the shell (a "\%" read as "%") and as a cron that passes it unchanged: every line of the
+// resume's output, errors and a last line without a newline included, is appended to the log
+// behind its RFC 3339 UTC time; a link in the log's place is never written through, and the
+// resume still runs to its end.
 func TestCronLog(t *testing.T) {
 	data, err := os.ReadFile("cutover.cron")
 	if err != nil {
@@ -245,53 +291,93 @@ func TestCronLog(t *testing.T) {
 			line = rest
 		}
 	}
-	if line == "" || !strings.Contains(line, "/var/log/cutover-resume.log") {
-		t.Fatalf("cutover.cron has no @reboot line writing /var/log/cutover-resume.log:\n%s", data)
+	if line == "" || !strings.Contains(line, "/var/log/cutover-resume.log") || !strings.Contains(line, "oflag=append,nofollow") {
+		t.Fatalf("cutover.cron has no @reboot line appending to /var/log/cutover-resume.log with O_NOFOLLOW:\n%s", data)
+	}
+	asCron, err := cronCommand(line)
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	stub := filepath.Join(dir, "cutover")
 	done := filepath.Join(dir, "done")
 	// Much output, so that a reader that stopped would stop the stand-in too.
-	script := "#!/bin/sh\necho \"resumed: $*\"\nhead -c 300000 /dev/zero | tr '\\000' x\necho\ntouch " + done + "\n"
+	script := "#!/bin/sh\necho \"resumed: $*\"\nhead -c 300000 /dev/zero | tr '\\000' x\necho\nprintf '%s\\n' 'cutover: node3: 100% \\n not a newline' >&2\ntouch " + done + "\nprintf 'last'\n"
 	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	log := filepath.Join(dir, "cutover-resume.log")
-	cmd := strings.NewReplacer("/usr/sbin/cutover", stub, "/var/log/cutover-resume.log", log).Replace(line)
-	run := func() {
-		t.Helper()
-		os.Remove(done)
-		// cron runs the line with /bin/sh.
-		if out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput(); err != nil && len(out) > 0 {
-			t.Logf("the @reboot line: %v\n%s", err, out)
-		}
-		if _, err := os.Stat(done); err != nil {
-			t.Errorf("the resume did not run to its end: %v", err)
-		}
-	}
+	stamped := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (.*)$`)
+	for _, tt := range []struct{ name, line string }{{"as cron passes it", asCron}, {"unchanged", line}} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := strings.NewReplacer("/usr/sbin/cutover", stub, "/var/log/cutover-resume.log", log).Replace(tt.line)
+			run := func() {
+				t.Helper()
+				os.Remove(done)
+				// cron runs the line with /bin/sh.
+				if out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput(); err != nil && len(out) > 0 {
+					t.Logf("the @reboot line: %v\n%s", err, out)
+				}
+				if _, err := os.Stat(done); err != nil {
+					t.Errorf("the resume did not run to its end: %v", err)
+				}
+			}
 
-	os.WriteFile(log, []byte("earlier\n"), 0o644)
-	run()
-	got, err := os.ReadFile(log)
-	if err != nil || !strings.HasPrefix(string(got), "earlier\nresumed: upgrade --resume\n") || len(got) < 300000 {
-		t.Errorf("the log after a resume: %.60q (%d bytes), %v; want the earlier lines and the resume's output appended", got, len(got), err)
-	}
+			os.Remove(log)
+			os.WriteFile(log, []byte("earlier\n"), 0o644)
+			run()
+			got, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")
+			want := []string{"resumed: upgrade --resume", strings.Repeat("x", 300000), `cutover: node3: 100% \n not a newline`, "last"}
+			if len(lines) != len(want)+1 || lines[0] != "earlier" {
+				t.Fatalf("the log after a resume: %.80q (%d lines); want the earlier line and %d lines appended", got, len(lines), len(want))
+			}
+			for i, w := range want {
+				m := stamped.FindStringSubmatch(lines[i+1])
+				if m == nil || m[1] != w {
+					t.Errorf("log line %d = %.80q, want an RFC 3339 UTC time and %.40q", i+2, lines[i+1], w)
+				}
+			}
 
-	target := filepath.Join(dir, "shadow")
-	if err := os.WriteFile(target, []byte("root's\n"), 0o600); err != nil {
-		t.Fatal(err)
+			target := filepath.Join(dir, "shadow")
+			if err := os.WriteFile(target, []byte("root's\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(log)
+			if err := os.Symlink(target, log); err != nil {
+				t.Fatal(err)
+			}
+			run()
+			if got, _ := os.ReadFile(target); string(got) != "root's\n" {
+				t.Errorf("the @reboot line wrote through a link in the log's place: %.60q", got)
+			}
+			if fi, err := os.Lstat(log); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the log's link was replaced: %v, %v", fi, err)
+			}
+		})
 	}
-	os.Remove(log)
-	if err := os.Symlink(target, log); err != nil {
-		t.Fatal(err)
+}
+
+// cronCommand returns the command of a crontab line as Debian's cron hands it to the shell:
+// "\%" becomes "%" and "\\" becomes "\". A bare "%" would end the command there (what
+// follows becomes its input), so it is an error.
+func cronCommand(line string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] == '\\' && i+1 < len(line) && (line[i+1] == '%' || line[i+1] == '\\'):
+			b.WriteByte(line[i+1])
+			i++
+		case line[i] == '%':
+			return "", fmt.Errorf("the @reboot line has a bare %% at byte %d: cron ends the command there; write \\%%", i)
+		default:
+			b.WriteByte(line[i])
+		}
 	}
-	run()
-	if got, _ := os.ReadFile(target); string(got) != "root's\n" {
-		t.Errorf("the @reboot line wrote through a link in the log's place: %.60q", got)
-	}
-	if fi, err := os.Lstat(log); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("the log's link was replaced: %v, %v", fi, err)
-	}
+	return b.String(), nil
 }
 
 // TestPackageIsTheReleaseBuild: the binary the package ships is the release build, which has

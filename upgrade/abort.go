@@ -41,8 +41,9 @@ func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result,
 	if done, err := leftIntent(ctx, r, jr); done {
 		return res, err
 	}
+	stages, _ := s.pendingStages() // an abort undoes what it can without the archive of a restore
 	if r.pastPONR && jr.Travel == journal.Forward {
-		ponr := PONRStage(r.stages(), r.Direction)
+		ponr := PONRStage(stages, r.Direction)
 		ev, _ := jr.LastEvent(ponr)
 		return res, pastPONR(fmt.Errorf("run %d is past its point of no return (%s started %s): it cannot be undone, only finished with 'cutover upgrade --resume'; it stays pending",
 			r.ID, ponr, ev.At.UTC().Format(time.RFC3339)))
@@ -52,7 +53,7 @@ func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result,
 	}
 	r.log.Printf("run %d: abort requested", r.ID)
 	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("aborting run %d: %s %s -> %s", r.ID, cfg.App, r.From, r.To)})
-	rn := &Runner{Stages: r.stages()}
+	rn := &Runner{Stages: stages}
 	err = rn.Abort(ctx, r, journal.Aborting)
 	res.Duration = time.Since(start)
 	return res, err

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cutover/cutover/journal"
 	archive "github.com/cutover/cutover/upgrade/backup"
 	"github.com/cutover/cutover/upgrade/config"
 )
@@ -55,17 +54,17 @@ func ListBackups(ctx context.Context, cfg *config.Config, opts BackupListOptions
 	return &BackupList{Dir: BackupDir(cfg), Backups: list}, nil
 }
 
-// Restore is the direction of a `cutover backup restore` run.
-const Restore Direction = "restore"
-
 // restoreStages returns the stages of `cutover backup restore` in the order they run,
 // working on the restore st describes. The restore stage is the point of no return: it
-// runs to its end whatever signal arrives.
+// runs to its end whatever signal arrives. From the intent on the restore is pending: a
+// crash or a reboot leaves it for `cutover upgrade --resume` to finish (or, before the
+// restore stage, for `--abort` to undo), like any run.
 func restoreStages(st *restoring) []Stage {
 	return []Stage{
 		restoreCheck{st}, // 1 master: the archive against its manifest, the disk, the daemons stopped; read-only
-		keepCurrent{st},  // 2 master: the state about to be replaced, archived aside
-		restoreFiles{st}, // 3 master: the archive's entries in place (point of no return)
+		intent{},         // 2 master: the intent file (undo: remove it)
+		keepCurrent{st},  // 3 master: the state about to be replaced, archived aside (undo: remove it)
+		restoreFiles{st}, // 4 master: the archive's entries in place (point of no return)
 	}
 }
 
@@ -172,53 +171,33 @@ func RestoreBackup(ctx context.Context, cfg *config.Config, opts RestoreOptions)
 	}
 	defer f.Close()
 	st := &restoring{id: id, file: f, sc: sc, rep: rep}
-	report := r.report
-	r.report = ReporterFunc(func(e Event) {
-		if e.Type == "warn" {
-			rep.Warnings = append(rep.Warnings, e.Message)
-		}
-		report.Report(e)
+	r.report = st.collectWarnings(r.report)
+	err = execute(ctx, r, recipe{
+		kind: KindRestore, stages: restoreStages(st), facts: map[string]string{"archive": rep.Archive},
+		what:  "restore " + id,
+		where: "on " + r.Inventory.Master,
 	})
-	r.Target = Target{Direction: Restore}
-	defer func() { r.log.Close() }()
-
-	rn := &Runner{Stages: restoreStages(st), Confirm: st.begin}
-	err = rn.Execute(ctx, r)
-	switch {
-	case err == nil:
-		return rep, nil
-	case IsPastPONR(err) && st.err != nil:
-		return rep, pastPONR(fmt.Errorf("restore %s failed part way: %w; the state before it is in %s", id, st.err, rep.Kept))
-	}
-	return rep, err
+	rep.Run = r.ID
+	return rep, st.result(err)
 }
 
-// begin records the restore in the journal once its check passed, before the first write:
-// a refused restore leaves no trace. The Runner calls it as its confirmation.
-func (st *restoring) begin(ctx context.Context, r *Run) error {
-	rep, cfg := st.rep, r.Config
-	r.From, r.To = rep.Previous, rep.Version
-	store := journal.NewStore(JournalPath(cfg))
-	closeOrphans(ctx, store, r)
-	j := crashJournal{store}
-	host, _ := os.Hostname()
-	jr, err := j.CreateRun(ctx, journal.Run{Kind: "restore", From: r.From, To: r.To, Direction: string(Restore), Host: host, PID: os.Getpid(),
-		Facts: map[string]string{"archive": rep.Archive}})
-	if err != nil {
-		r.Warn("the restore is not in the journal: %v", err)
-		return nil
+// collectWarnings returns a Reporter that keeps the warnings in the restore's report and
+// passes every event on to next.
+func (st *restoring) collectWarnings(next Reporter) Reporter {
+	return ReporterFunc(func(e Event) {
+		if e.Type == "warn" {
+			st.rep.Warnings = append(st.rep.Warnings, e.Message)
+		}
+		next.Report(e)
+	})
+}
+
+// result is the error a restore ends with, given the Runner's.
+func (st *restoring) result(err error) error {
+	if err != nil && IsPastPONR(err) && st.err != nil {
+		return pastPONR(fmt.Errorf("restore %s failed part way: %w; the state before it is in %s; the restore stays pending: fix the cause and run 'cutover upgrade --resume' to finish it", st.id, st.err, st.rep.Kept))
 	}
-	r.ID, r.journal, r.facts = jr.ID, j, jr.Facts
-	rep.Run = jr.ID
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		r.Warn("%v", err)
-	}
-	r.log.Printf("run %d: restore %s on %s: %s -> %s", r.ID, st.id, r.Inventory.Master, r.From, r.To)
-	// The check ran before the run existed: its result goes in now, as the run's first stage.
-	if _, err := j.Record(ctx, r.ID, journal.Event{Stage: restoreCheck{}.Name(), Index: 1, State: journal.Done, Message: st.note}); err != nil {
-		r.Warn("journal: %v", err)
-	}
-	return nil
+	return err
 }
 
 // checkDaemonsStopped refuses while the application's daemons run on the master: when the

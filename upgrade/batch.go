@@ -62,6 +62,12 @@ var errBatchTimeout = errors.New("batch timeout")
 var nodeVerifyWait = 20 * time.Second
 
 func (b batch) Run(ctx context.Context, r *Run) error {
+	if left, ok := r.Fact(factToleratedPrefix + b.Name()); ok {
+		// An earlier execution ended this batch within the failure budget: its failed nodes
+		// stay behind for 'cutover sync', and the others are switched. It is never run again.
+		r.Note("ended by an earlier execution: %s left behind within strategy.max_failed", left)
+		return errSkipped
+	}
 	list, err := b.list(r)
 	if err != nil {
 		return err
@@ -89,9 +95,9 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	// A node that could not be reached, or did not finish in time, failed as surely as one
 	// whose verify failed: every node of the batch that did not end well counts.
 	var failed []string
-	for _, n := range b.nodes {
-		if !ok[n] {
-			failed = append(failed, n)
+	for _, n := range list {
+		if !ok[n.Name] {
+			failed = append(failed, n.Name)
 		}
 	}
 	switch {
@@ -103,12 +109,19 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 		// Interrupted (a signal): the runner rolls the run back.
 		return err
 	case errors.Is(context.Cause(bctx), errBatchTimeout):
-		r.reportBatch(b, "timed-out", fmt.Sprintf("%s did not finish within %s", b.label(), timeout), nil)
-		return fmt.Errorf("%s (%s) did not finish within strategy.batch_timeout %s: %w", b.label(), strings.Join(b.nodes, ", "), timeout, err)
+		// The nodes that did not finish in time are failed nodes like any other (DESIGN
+		// §11): the failure budget decides below, unless they are a canary or the master.
+		r.reportBatch(b, "timed-out", fmt.Sprintf("%s did not finish within %s: %s", b.label(), timeout, joinNames(failed)), nil)
+		err = fmt.Errorf("%s (%s) did not finish within strategy.batch_timeout %s: %w", b.label(), strings.Join(b.nodes, ", "), timeout, err)
+	default:
+		r.reportBatch(b, "failed", fmt.Sprintf("%s: %s failed", b.label(), joinNames(failed)), nil)
 	}
-	r.reportBatch(b, "failed", fmt.Sprintf("%s: %s failed", b.label(), joinNames(failed)), nil)
 	if b.canary {
 		return fmt.Errorf("canary %s failed, so no other node is touched: %w", joinNames(failed), err)
+	}
+	if slices.Contains(failed, r.Inventory.Master) {
+		// The master runs the config migration after the last batch: it is never left behind.
+		return fmt.Errorf("the master %s failed in %s, and the master is never left behind: %w", r.Inventory.Master, b.Name(), err)
 	}
 	for _, n := range failed {
 		if _, lerr := r.Learn(ctx, factFailedPrefix+n, b.Name()); lerr != nil {
@@ -132,6 +145,9 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 		return r.rollNode(ctx, c, n.Name, r.From, false)
 	}); berr != nil {
 		r.Warn("switching %s back to %s: %v; 'cutover sync' brings it to the cluster's version once it is back", joinNames(failed), r.From, berr)
+	}
+	if _, lerr := r.Learn(ctx, factToleratedPrefix+b.Name(), strings.Join(failed, ",")); lerr != nil {
+		return errors.Join(err, lerr)
 	}
 	return &toleratedError{nodes: failed, err: err}
 }
@@ -182,6 +198,10 @@ func (b batch) list(r *Run) ([]nodes.Node, error) {
 		n, ok := r.Inventory.Lookup(name)
 		if !ok {
 			return nil, fmt.Errorf("%s: %s is no longer a node of the cluster", b.Name(), name)
+		}
+		if slices.ContainsFunc(r.Offline, func(o nodes.Node) bool { return o.Name == name }) {
+			// Declared gone for this run (--skip-node): the batch goes on without it.
+			continue
 		}
 		out = append(out, n)
 	}

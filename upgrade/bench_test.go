@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/nodes/sshdtest"
 )
@@ -35,9 +36,10 @@ import (
 // BenchmarkPdshRounds runs first; BenchmarkUpgradeRun then also reports its time as a
 // fraction of the pdsh rounds over as many nodes, per op (x-of-pdsh) and per run
 // (x-run-of-pdsh). BenchmarkUpgradeRun also reports a run's time per node
-// (ms-run-per-node), where half as many nodes were measured before it, what doubling the
-// nodes cost (x-of-half), and a run against its floor, one round of SSH connections to the
-// same nodes by cutover's own client (x-run-of-dial, s/dial-round).
+// (ms-run-per-node), the time of its switch stage, where most of its directory syncs are
+// (s-switch), where half as many nodes were measured before it, what doubling the nodes cost
+// (x-of-half), and a run against its floor, one round of SSH connections to the same nodes by
+// cutover's own client (x-run-of-dial, s/dial-round).
 
 // benchNodes are the cluster sizes measured, sshd nodes besides the master: 8 and 32, or the
 // comma-separated sizes in CUTOVER_BENCH_NODES (make bench measures 8 to 256).
@@ -125,7 +127,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			sc := newSSHCluster(b, c, benchParallel)
 			ctx := context.Background()
 			var peak int64
-			var up, down, cpu, downtime time.Duration
+			var up, down, cpu, downtime, switching time.Duration
 			dial := dialRound(b, c, benchParallel)
 			sshd := sshdCPU(b)
 			for b.Loop() {
@@ -143,6 +145,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 						d, _ := strconv.ParseFloat(m[1], 64)
 						downtime += time.Duration(d * float64(time.Second))
 					}
+					switching += sc.switchTime(ctx, b)
 					if to == "1.1.0" {
 						up += run.wall
 					} else {
@@ -160,6 +163,8 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/(cpu+sshdTime).Seconds(), "cpu-share-cutover")
 			// The downtime window, first daemon stop to last daemon start, per run.
 			b.ReportMetric(downtime.Seconds()/float64(2*b.N), "s-downtime")
+			// The switch stage of a run, where its directory syncs are.
+			b.ReportMetric(switching.Seconds()/float64(2*b.N), "s-switch")
 			perOp := b.Elapsed() / time.Duration(b.N)
 			// A run against its floor: one SSH connection to every node.
 			b.ReportMetric(dial.Seconds(), "s/dial-round")
@@ -184,6 +189,21 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// switchTime returns how long the switch stage of the journal's last run took: where a run
+// changes the nodes' directories, and so where most of its directory syncs are.
+func (sc *sshCluster) switchTime(ctx context.Context, tb testing.TB) time.Duration {
+	tb.Helper()
+	runs, err := journal.NewStore(sc.path("state/journal.db")).Runs(ctx)
+	if err != nil || len(runs) == 0 {
+		tb.Fatalf("the journal's last run: %v (%d runs)", err, len(runs))
+	}
+	e, ok := runs[len(runs)-1].LastEvent("switch")
+	if !ok || e.State != journal.Done {
+		tb.Fatalf("the last run's switch stage: %+v", e)
+	}
+	return e.Duration
 }
 
 // dialRound returns the time it takes to connect to every node of c, parallel at a time, with

@@ -3,15 +3,9 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"time"
-
-	"github.com/hashicorp/go-version"
 
 	"github.com/cutover/cutover/cfgupgrade"
-	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade/config"
 )
@@ -35,44 +29,51 @@ type CfgupgradeReport struct {
 // up to the live version, or with Downgrade to the previous minor, with the newer version's
 // migrations. It refuses while a run is pending and holds the run lock while it writes.
 func Cfgupgrade(ctx context.Context, cfg *config.Config, opts CfgupgradeOptions) (*CfgupgradeReport, error) {
+	var toV layout.Version
 	if opts.To != "" {
-		if err := layout.ValidVersion(opts.To); err != nil {
+		v, err := layout.ParseVersion(opts.To)
+		if err != nil {
 			return nil, badInput(fmt.Errorf("--to: %w", err))
 		}
+		toV = v
 	}
 	if opts.DryRun && cfg.Config.Migrate == "exec" {
 		return nil, badInput(fmt.Errorf("--dry-run needs config.migrate = \"builtin\"; the exec command cannot be dry-run by cutover"))
 	}
-	if err := CheckMaster(cfg, ""); err != nil {
+	// The session is every command's opener: the master check, then, unless only looking,
+	// the run lock and the pending run read under it.
+	m := modeExclusive
+	if opts.DryRun {
+		m = modeLook
+	}
+	s, err := openSession(ctx, cfg, m, sessionOptions{HostCheck: true})
+	if err != nil {
 		return nil, err
 	}
-	lay, err := Layout(cfg)
-	if err != nil {
-		return nil, badInput(err)
+	defer s.Close()
+	if err := s.refusePending("migrating the config by hand; the config is left alone"); err != nil {
+		return nil, err
 	}
-	r := &Run{Config: cfg, Layout: lay, report: discard{}}
+	r, lay := s.r, s.r.Layout
 	spec := r.configSpec()
-	from, err := cfgupgrade.ReadVersion(spec)
+	fromV, err := configVersion(spec)
 	if err != nil {
 		return nil, err
 	}
-	to := opts.To
-	if to == "" {
-		if to, err = defaultCfgTarget(ctx, lay, from, opts.Downgrade); err != nil {
+	if toV.IsZero() {
+		if toV, err = defaultCfgTarget(ctx, lay, fromV, opts.Downgrade); err != nil {
 			return nil, err
 		}
 	}
-	dir, err := direction(from, to)
-	if err != nil {
-		return nil, badInput(err)
-	}
+	from, to := fromV.String(), toV.String()
+	dir := direction(fromV, toV)
 	switch {
 	case dir == Down && !opts.Downgrade:
 		return nil, badInput(fmt.Errorf("%s -> %s is a downgrade: pass --downgrade", from, to))
 	case dir != Down && opts.Downgrade:
 		return nil, badInput(fmt.Errorf("%s -> %s is not a downgrade", from, to))
 	}
-	if errs := CheckPath(from, to, cfg.Policy, nil); len(errs) > 0 {
+	if errs := CheckPath(fromV, toV, cfg.Policy, nil); len(errs) > 0 {
 		return nil, fmt.Errorf("%w", errs[0])
 	}
 	rep := &CfgupgradeReport{File: spec.File, From: from, To: to}
@@ -80,24 +81,8 @@ func Cfgupgrade(ctx context.Context, cfg *config.Config, opts CfgupgradeOptions)
 		rep.To = from
 		return rep, nil
 	}
-	r.From, r.To, r.Direction = from, to, dir
+	r.Target = versionTarget(lay, fromV, toV)
 
-	if !opts.DryRun {
-		if err := journal.MkdirAllDurable(cfg.Paths.StateDir, 0o700); err != nil {
-			return nil, fmt.Errorf("state directory: %w", err)
-		}
-		host, _ := os.Hostname()
-		lock, err := journal.AcquireLock(LockPath(cfg), journal.Holder{Host: host, PID: os.Getpid(), Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")})
-		if err != nil {
-			return nil, err
-		}
-		defer lock.Release()
-		if pending, err := journal.ReadIntent(IntentPath(cfg)); err == nil {
-			return nil, fmt.Errorf("run %d (%s -> %s) is pending: the config is left alone; finish it with 'cutover upgrade --resume' or 'cutover upgrade --abort'", pending.RunID, pending.From, pending.To)
-		} else if !journal.NoIntent(err) {
-			return nil, err
-		}
-	}
 	if cfg.Config.Migrate == "exec" {
 		command := cfg.Config.UpgradeCommand
 		if dir == Down {
@@ -121,42 +106,43 @@ func Cfgupgrade(ctx context.Context, cfg *config.Config, opts CfgupgradeOptions)
 }
 
 // defaultCfgTarget is the version cfgupgrade moves to without --to: the live version for an
-// upgrade, the newest installed version of the previous minor for a downgrade.
-func defaultCfgTarget(ctx context.Context, lay *layout.Layout, from string, down bool) (string, error) {
-	full := func(dir string) string {
-		if strings.Count(dir, ".") == 1 {
-			return dir + ".0"
+// upgrade, the newest installed version of the previous minor for a downgrade. A version
+// directory that names only MAJOR.MINOR stands for its PATCH 0 (1.2-rc1 for 1.2.0-rc1).
+func defaultCfgTarget(ctx context.Context, lay *layout.Layout, from layout.Version, down bool) (layout.Version, error) {
+	full := func(dir string) (layout.Version, error) {
+		v, err := layout.ParseVersion(dir)
+		if err != nil || v.Numbers() == 3 {
+			return v, err
 		}
-		return dir
+		text := v.MajorMinor() + ".0"
+		if v.Prerelease() != "" {
+			text += "-" + v.Prerelease()
+		}
+		return layout.ParseVersion(text)
 	}
 	if !down {
 		live, err := lay.Live(ctx, layout.OSFS{})
 		if err != nil {
-			return "", err
+			return layout.Version{}, err
 		}
-		return full(live), nil
+		return full(live)
 	}
-	fv, err := version.NewVersion(from)
-	if err != nil {
-		return "", err
+	if from.Minor() == 0 {
+		return layout.Version{}, fmt.Errorf("config version %s has no previous minor version to downgrade to", from)
 	}
-	seg := fv.Segments()
-	if seg[1] == 0 {
-		return "", fmt.Errorf("config version %s has no previous minor version to downgrade to", from)
-	}
-	want := fmt.Sprintf("%d.%d", seg[0], seg[1]-1)
+	want := fmt.Sprintf("%d.%d", from.Major(), from.Minor()-1)
 	installed, err := lay.Installed(ctx, layout.OSFS{})
 	if err != nil {
-		return "", err
+		return layout.Version{}, err
 	}
 	for i := len(installed) - 1; i >= 0; i-- {
-		if minorOf(full(installed[i])) == want {
-			return full(installed[i]), nil
+		if v, err := full(installed[i]); err == nil && v.MajorMinor() == want {
+			return v, nil
 		}
 	}
-	lib, _, err := lay.Trees(from)
+	lib, _, err := lay.Trees(from.String())
 	if err != nil {
-		return "", err
+		return layout.Version{}, err
 	}
-	return "", fmt.Errorf("no version %s.x is installed under %s; pass --to", want, filepath.Dir(lib))
+	return layout.Version{}, fmt.Errorf("no version %s.x is installed under %s; pass --to", want, filepath.Dir(lib))
 }

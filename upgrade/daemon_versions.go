@@ -295,6 +295,11 @@ func (r *Run) leftBehind() []string {
 // its executions, sorted.
 func (r *Run) toleratedNodes() []string {
 	out := r.failedNodes()
+	if len(out) > r.Config.Strategy.MaxFailed {
+		// Failures over the budget were never tolerated: the run stopped on them, and the
+		// nodes it ends without were declared gone (--skip-node), which leftBehind says.
+		out = nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for n := range r.behind {

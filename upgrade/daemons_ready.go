@@ -11,7 +11,7 @@ import (
 const defaultDaemonsReadyTimeout = 5 * time.Minute
 
 // daemonsReadyPoll is how often the daemons_ready command is tried again.
-var daemonsReadyPoll = 2 * time.Second
+var daemonsReadyPoll = 500 * time.Millisecond
 
 // awaitDaemons waits until the daemons_ready command exits 0 on the master, for the stages
 // that talk to the master's daemons: after a start, and before the drain of a run that may

@@ -10,6 +10,7 @@ const (
 	kindPastPONR
 	kindNotMaster
 	kindNotCrossed
+	kindRolledBack
 )
 
 type kindError struct {
@@ -42,6 +43,12 @@ func badInput(err error) error   { return wrapKind(kindBadInput, err) }
 func pastPONR(err error) error   { return wrapKind(kindPastPONR, err) }
 func notMaster(err error) error  { return wrapKind(kindNotMaster, err) }
 func notCrossed(err error) error { return wrapKind(kindNotCrossed, err) }
+func rolledBack(err error) error { return wrapKind(kindRolledBack, err) }
+
+// IsRolledBack reports whether err ended a run that failed past its point of no return and
+// was then taken back to its source by the automatic rollback ([policy] on_failure =
+// "rollback"): the cluster runs the source version.
+func IsRolledBack(err error) bool { return isKind(err, kindRolledBack) }
 
 // IsBadInput reports whether err is a usage or input error: nothing was touched.
 func IsBadInput(err error) bool { return isKind(err, kindBadInput) }

@@ -21,14 +21,19 @@ func (intent) Name() string { return "intent" }
 func (intent) Where() Where { return OnMaster }
 
 func (intent) Run(ctx context.Context, r *Run) error {
+	err := r.writeIntent()
+	crashPoint(false, "intent written")
+	return err
+}
+
+// writeIntent writes the intent file naming r as the pending run.
+func (r *Run) writeIntent() error {
 	host, _ := os.Hostname()
-	err := journal.WriteIntent(r.intentPath(), journal.Intent{
-		RunID: r.ID, From: r.From, To: r.To, Direction: string(r.Direction),
+	return journal.WriteIntent(r.intentPath(), journal.Intent{
+		RunID: r.ID, Kind: string(r.Kind), From: r.From, To: r.To, Direction: string(r.Direction),
 		Host: host, PID: os.Getpid(), Created: time.Now().UTC(),
 		App: r.Config.App, Config: r.Config.File, StateDir: r.Config.Paths.StateDir,
 	})
-	crashPoint(false, "intent written")
-	return err
 }
 
 // Undo removes the intent. The runner calls it last, after the journal records how the run

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cutover/cutover/cfgupgrade"
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 )
@@ -17,6 +18,15 @@ import (
 // configSpec says where the application's config keeps its version.
 func (r *Run) configSpec() cfgupgrade.Spec {
 	return cfgupgrade.Spec{File: r.Config.Config.File, VersionKey: r.Config.Config.VersionKey, Encoding: cfgupgrade.Encoding(r.Config.Config.VersionEncoding)}
+}
+
+// configVersion reads the version of the application's config, parsed where it enters.
+func configVersion(spec cfgupgrade.Spec) (layout.Version, error) {
+	v, err := cfgupgrade.ReadVersion(spec)
+	if err != nil {
+		return layout.Version{}, err
+	}
+	return layout.ParseVersion(v)
 }
 
 // migrations loads the config migrations from the newer version's tree on the master: the
@@ -44,7 +54,7 @@ func (r *Run) migrations() ([]cfgupgrade.Migration, error) {
 func migrateConfig(ctx context.Context, r *Run, command string) error {
 	spec := r.configSpec()
 	var note string // what the stage did, for its line of output
-	if v, err := cfgupgrade.ReadVersion(spec); err == nil && r.configAt(v, r.To) {
+	if v, err := configVersion(spec); err == nil && r.configAt(v, r.ToVersion) {
 		// A resumed run finds the config migrated by its earlier execution: the world wins.
 		if !r.doneBefore(r.currentStage()) {
 			r.log.Printf("config: %s is already at %s although the journal does not record the migration as done", spec.File, v)
@@ -70,13 +80,13 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 		rep, bak, err := cfgupgrade.Apply(spec, r.From, r.To, migs, cfgupgrade.Options{})
 		crashPoint(false, "config: migrated %s", spec.File)
 		if err != nil {
-			if v, verr := cfgupgrade.ReadVersion(spec); verr == nil && minorOf(v) == minorOf(r.From) {
+			if v, verr := configVersion(spec); verr == nil && v.SameMinor(r.FromVersion) {
 				return notCrossed(err)
 			}
 			return err
 		}
 		r.log.Printf("config: %s -> %s in %d steps, backup %s\n%s", rep.From, rep.To, len(rep.Steps), bak, rep.Diff)
-		note = fmt.Sprintf("%s (%s -> %s)", plural(len(rep.Steps), "step"), minorOf(r.From), minorOf(r.To))
+		note = fmt.Sprintf("%s (%s -> %s)", plural(len(rep.Steps), "step"), r.FromMinor(), r.ToMinor())
 	}
 	if r.Config.Commands.RedistConf == "" && len(r.Config.Config.Redistribute) > 0 && len(r.Others()) > 0 {
 		if err := redistribute(ctx, r); err != nil {
@@ -95,8 +105,8 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 // the nodes as migrateConfig does. A config already at the source is left as it is.
 func migrateConfigBack(ctx context.Context, r *Run) error {
 	spec := r.configSpec()
-	switch v, err := cfgupgrade.ReadVersion(spec); {
-	case err == nil && r.configAt(v, r.From):
+	switch v, err := configVersion(spec); {
+	case err == nil && r.configAt(v, r.FromVersion):
 		r.log.Printf("config: %s is at %s already", spec.File, v)
 	case r.Config.Config.Migrate == "exec":
 		command := r.Config.Config.UpgradeCommand
@@ -127,11 +137,11 @@ func migrateConfigBack(ctx context.Context, r *Run) error {
 
 // configAt reports whether a config at version v is at version want: the same version, or
 // with version_dirs = "minor" the same minor (such a config names no patch release).
-func (r *Run) configAt(v, want string) bool {
+func (r *Run) configAt(v, want layout.Version) bool {
 	if r.Config.VersionDirs == "minor" {
-		return minorOf(v) == minorOf(want)
+		return v.SameMinor(want)
 	}
-	return v == want
+	return v.String() == want.String()
 }
 
 // plural says a count in words: "1 job", "3 jobs", "2 directories".

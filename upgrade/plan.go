@@ -32,6 +32,9 @@ type PlanReport struct {
 	// Nodes are the online nodes a run would work on; Offline the ones it would skip.
 	Nodes, Offline []string
 	Checks         []Check
+	// Migrations are the config's migration steps, one per minor hop; nil when a command
+	// migrates the config (config.migrate = "exec") or the live version is unknown.
+	Migrations []MigrationStep
 	// Stages is the stage machine for this run; empty when there is nothing to do.
 	Stages []PlannedStage
 	// Nothing is true when the cluster already runs To: upgrade would do nothing.
@@ -123,6 +126,11 @@ func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanRepor
 
 	if r.From != "" && live.err == nil {
 		for _, c := range masterChecks(r) {
+			p.add(c)
+		}
+		steps, checks := planMigrations(r)
+		p.Migrations = steps
+		for _, c := range checks {
 			p.add(c)
 		}
 	}

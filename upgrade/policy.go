@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade/config"
 )
 
@@ -32,7 +33,7 @@ type TargetPolicy struct {
 // cluster runs both at once for a while, so the newer of the two must declare, in its
 // upgrade-policy.json (newer), that the older one runs beside it. A same-minor switch needs
 // nothing.
-func CheckRolling(from, to string, d Direction, newer *TargetPolicy) error {
+func CheckRolling(from, to layout.Version, d Direction, newer *TargetPolicy) error {
 	if d == Same {
 		return nil
 	}
@@ -47,11 +48,11 @@ func CheckRolling(from, to string, d Direction, newer *TargetPolicy) error {
 	if err != nil {
 		return fmt.Errorf("%s's upgrade policy: rolling_from %q: %w", newest, newer.RollingFrom, err)
 	}
-	v, err := version.NewVersion(older)
+	ok, err := satisfies(c, older)
 	if err != nil {
-		return fmt.Errorf("version %q: %w", older, err)
+		return err
 	}
-	if !c.Check(v) {
+	if !ok {
 		return fmt.Errorf("%s does not run side by side with %s (its rolling_from is %q): use strategy.mode = \"all-at-once\"", newest, older, newer.RollingFrom)
 	}
 	return nil
@@ -61,16 +62,8 @@ func CheckRolling(from, to string, d Direction, newer *TargetPolicy) error {
 // policy (same major; any higher minor, or only the next one without allow_minor_jump; the
 // same minor either way; the previous minor down, or never), narrowed by the target's block
 // list and widened by its allowed sources. It returns every refusal.
-func CheckPath(from, to string, p config.PolicyConfig, target *TargetPolicy) []error {
-	f, err := version.NewVersion(from)
-	if err != nil {
-		return []error{fmt.Errorf("live version %q: %w", from, err)}
-	}
-	t, err := version.NewVersion(to)
-	if err != nil {
-		return []error{fmt.Errorf("target version %q: %w", to, err)}
-	}
-	if target != nil && slices.Contains(target.BlockedFrom, from) {
+func CheckPath(from, to layout.Version, p config.PolicyConfig, target *TargetPolicy) []error {
+	if target != nil && slices.Contains(target.BlockedFrom, from.String()) {
 		return []error{fmt.Errorf("upgrade from %s to %s is blocked by %s's upgrade policy", from, to, to)}
 	}
 	if target != nil && target.AllowedFrom != "" {
@@ -78,42 +71,46 @@ func CheckPath(from, to string, p config.PolicyConfig, target *TargetPolicy) []e
 		if err != nil {
 			return []error{fmt.Errorf("%s's upgrade policy: allowed_from %q: %w", to, target.AllowedFrom, err)}
 		}
-		if c.Check(f) {
+		ok, err := satisfies(c, from)
+		if err != nil {
+			return []error{err}
+		}
+		if ok {
 			return nil
 		}
 	}
-	fs, ts := f.Segments(), t.Segments()
 	switch {
-	case fs[0] != ts[0]:
+	case from.Major() != to.Major():
 		return []error{fmt.Errorf("%s -> %s changes the major version, which the policy does not allow", from, to)}
-	case ts[1] > fs[1]+1 && !p.AllowMinorJump:
-		return []error{fmt.Errorf("%s -> %s skips a minor version; the policy allows only %d.%d (allow_minor_jump = false)", from, to, fs[0], fs[1]+1)}
-	case ts[1] < fs[1] && p.Downgrade == "never":
+	case to.Minor() > from.Minor()+1 && !p.AllowMinorJump:
+		return []error{fmt.Errorf("%s -> %s skips a minor version; the policy allows only %d.%d (allow_minor_jump = false)", from, to, from.Major(), from.Minor()+1)}
+	case to.Minor() < from.Minor() && p.Downgrade == "never":
 		return []error{fmt.Errorf("%s -> %s is a downgrade, which the policy does not allow (downgrade = \"never\")", from, to)}
-	case ts[1] < fs[1]-1:
-		return []error{fmt.Errorf("%s -> %s: a downgrade can only go to the previous minor version, %d.%d", from, to, fs[0], fs[1]-1)}
+	case to.Minor() < from.Minor()-1:
+		return []error{fmt.Errorf("%s -> %s: a downgrade can only go to the previous minor version, %d.%d", from, to, from.Major(), from.Minor()-1)}
 	}
 	return nil
 }
 
+// satisfies reports whether v meets a version constraint of an upgrade policy, which
+// go-version checks on its own reading of the version.
+func satisfies(c version.Constraints, v layout.Version) (bool, error) {
+	gv, err := version.NewVersion(v.String())
+	if err != nil {
+		return false, fmt.Errorf("version %q: %w", v, err)
+	}
+	return c.Check(gv), nil
+}
+
 // direction says which way from -> to goes, by MAJOR.MINOR.
-func direction(from, to string) (Direction, error) {
-	f, err := version.NewVersion(from)
-	if err != nil {
-		return "", err
-	}
-	t, err := version.NewVersion(to)
-	if err != nil {
-		return "", err
-	}
-	fs, ts := f.Segments(), t.Segments()
+func direction(from, to layout.Version) Direction {
 	switch {
-	case ts[0] > fs[0] || ts[0] == fs[0] && ts[1] > fs[1]:
-		return Up, nil
-	case ts[0] < fs[0] || ts[1] < fs[1]:
-		return Down, nil
+	case to.Major() > from.Major() || to.Major() == from.Major() && to.Minor() > from.Minor():
+		return Up
+	case to.Major() < from.Major() || to.Minor() < from.Minor():
+		return Down
 	}
-	return Same, nil
+	return Same
 }
 
 // loadTargetPolicy reads the target tree's upgrade-policy.json on the master; none is nil.

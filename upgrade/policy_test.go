@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade/config"
 )
 
@@ -44,11 +45,10 @@ func TestCheckPath(t *testing.T) {
 		{"3.0.2", "3.0.9", noJump, nil, ""},
 		{"2.16.0", "3.0.0", jump, &TargetPolicy{AllowedFrom: ">= 2.16, < 3.0", BlockedFrom: []string{"2.16.0"}}, "blocked"},
 		{"1.0", "1.1.0", jump, nil, ""},
-		{"x", "1.1.0", jump, nil, "live version"},
 		{"1.0.0", "2.0.0", jump, &TargetPolicy{AllowedFrom: ">= nonsense"}, "allowed_from"},
 	}
 	for _, tt := range tests {
-		errs := CheckPath(tt.from, tt.to, tt.p, tt.target)
+		errs := CheckPath(mustVersion(t, tt.from), mustVersion(t, tt.to), tt.p, tt.target)
 		switch {
 		case tt.refused == "" && len(errs) > 0:
 			t.Errorf("CheckPath(%s, %s) = %v, want allowed", tt.from, tt.to, errs)
@@ -66,8 +66,58 @@ func TestDirection(t *testing.T) {
 		{"1.0.0", "1.1.0", Up}, {"1.1.0", "1.0.0", Down}, {"1.1.0", "1.1.1", Same}, {"1.1.1", "1.1.0", Same},
 		{"1.9.0", "2.0.0", Up}, {"2.0.0", "1.9.0", Down},
 	} {
-		if got, err := direction(tt.from, tt.to); err != nil || got != tt.want {
-			t.Errorf("direction(%s, %s) = %v, %v; want %v", tt.from, tt.to, got, err, tt.want)
+		if got := direction(mustVersion(t, tt.from), mustVersion(t, tt.to)); got != tt.want {
+			t.Errorf("direction(%s, %s) = %v; want %v", tt.from, tt.to, got, tt.want)
 		}
 	}
+}
+
+// TestNewTarget: a run's versions are parsed where they enter; one that does not parse is
+// refused before any policy is asked.
+func TestNewTarget(t *testing.T) {
+	paths := layout.Paths{LibDir: "/usr/lib", DataDir: "/usr/share", SysconfDir: "/etc", LocalstateDir: "/var"}
+	for _, tt := range []struct {
+		mode, from, to string
+		want           Target // From, To, Direction, FromDir and ToDir
+		err            string
+	}{
+		{"full", "1.0.0", "1.1.0", Target{From: "1.0.0", To: "1.1.0", Direction: Up, FromDir: "1.0.0", ToDir: "1.1.0"}, ""},
+		{"minor", "3.1.2", "3.0", Target{From: "3.1.2", To: "3.0", Direction: Down, FromDir: "3.1", ToDir: "3.0"}, ""},
+		{"minor", "3.0.1", "3.0.2-rc1", Target{From: "3.0.1", To: "3.0.2-rc1", Direction: Same, FromDir: "3.0", ToDir: "3.0"}, ""},
+		{"full", "x", "1.1.0", Target{}, `from: invalid version "x"`},
+		{"full", "1.0.0", "1.1.0; reboot", Target{}, `to: invalid version "1.1.0; reboot"`},
+		{"full", "1.0.0", "1.1", Target{}, "named in full"},
+	} {
+		lay, err := layout.New("app", paths, tt.mode, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := newTarget(lay, tt.from, tt.to)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("newTarget(%s, %s) = %v, want an error saying %q", tt.from, tt.to, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("newTarget(%s, %s) = %v", tt.from, tt.to, err)
+			continue
+		}
+		if got.FromVersion.String() != tt.from || got.ToVersion.String() != tt.to {
+			t.Errorf("newTarget(%s, %s) parsed %s and %s", tt.from, tt.to, got.FromVersion, got.ToVersion)
+		}
+		got.FromVersion, got.ToVersion = layout.Version{}, layout.Version{}
+		if got != tt.want {
+			t.Errorf("newTarget(%s, %s) = %+v, want %+v", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+func mustVersion(t *testing.T, s string) layout.Version {
+	t.Helper()
+	v, err := layout.ParseVersion(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

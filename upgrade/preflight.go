@@ -81,7 +81,7 @@ func masterChecks(r *Run) []checkResult {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		errs = append(errs, CheckPath(r.From, r.To, r.Config.Policy, target)...)
+		errs = append(errs, CheckPath(r.FromVersion, r.ToVersion, r.Config.Policy, target)...)
 		for _, err := range errs {
 			out = append(out, checkResult{name: "upgrade-path", err: err})
 		}
@@ -200,11 +200,11 @@ func checkAppConfig(r *Run) error {
 	if _, err := os.Stat(spec.File); err != nil {
 		return fmt.Errorf("application config: %w", err)
 	}
-	v, err := cfgupgrade.ReadVersion(spec)
+	v, err := configVersion(spec)
 	if err != nil {
 		return fmt.Errorf("application config: %w", err)
 	}
-	if minorOf(v) != minorOf(r.From) {
+	if !v.SameMinor(r.FromVersion) {
 		return fmt.Errorf("application config %s is at version %s, which does not match the live version %s", spec.File, v, r.From)
 	}
 	if r.Config.Config.Migrate != "builtin" || r.Direction == Same {

@@ -3,16 +3,14 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	goversion "github.com/hashicorp/go-version"
-
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade/config"
 )
 
@@ -30,6 +28,8 @@ type PruneOptions struct {
 	Versions []string
 	// DryRun lists what would be removed; it changes nothing.
 	DryRun bool
+	// Confirm, when set, is asked after the check and before the first removal.
+	Confirm func(ctx context.Context, r *Run) error
 	// Reporter receives the run's events; nil reports nothing.
 	Reporter Reporter
 	// Hostname is the local host's name; "" asks the system.
@@ -87,40 +87,35 @@ func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneRe
 		return nil, err
 	}
 	res := &PruneResult{App: cfg.App, Remove: job.remove}
-	r.Direction = "prune"
-	stages := PruneStages(job)
-	if opts.DryRun {
-		err := (&Runner{Stages: stages[:1]}).Execute(ctx, r)
-		res.Duration = time.Since(start)
-		return res, err
-	}
-	closeOrphans(ctx, journal.NewStore(JournalPath(cfg)), r)
-	store := crashJournal{journal.NewStore(JournalPath(cfg))}
-	host, _ := os.Hostname()
-	jr, err := store.CreateRun(ctx, journal.Run{Kind: "prune", Direction: "prune", Host: host, PID: os.Getpid(),
-		Facts: map[string]string{"keep": fmt.Sprint(opts.Keep)}})
-	if err != nil {
-		return res, fmt.Errorf("journal: %w", err)
-	}
-	r.ID, r.journal, r.facts = jr.ID, store, jr.Facts
-	if err := r.tagCommands(); err != nil {
-		return res, err
-	}
-	res.Run = jr.ID
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		return res, err
-	}
-	defer r.log.Close()
-	res.Log = r.log.Path()
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: prune %s on %s (keeping the %d newest)",
-		r.ID, cfg.App, plural(len(r.Online), "node"), opts.Keep)})
-	r.log.Printf("run %d: prune judged by the cluster: live %q, previous %v, pending %v, named %v", r.ID, job.guard.live, job.guard.previous, job.guard.pending, opts.Versions)
-	err = (&Runner{Stages: stages}).Execute(ctx, r)
+	err = execute(ctx, r, recipe{
+		kind: KindPrune, stages: PruneStages(job), dryRun: opts.DryRun, confirm: opts.Confirm, details: job.details,
+		facts: map[string]string{"keep": fmt.Sprint(opts.Keep), "guard": job.guard.String(opts.Versions)},
+		what:  fmt.Sprintf("prune %s (keeping the %d newest)", cfg.App, opts.Keep),
+		where: fmt.Sprintf("on %s (master %s)", plural(len(r.Online), "node"), r.Inventory.Master),
+	})
+	res.Run, res.Log = r.ID, r.log.Path()
 	res.Duration = time.Since(start)
-	if err != nil && !IsBadInput(err) {
+	if err != nil && !opts.DryRun && r.ID != 0 && !IsBadInput(err) {
 		err = fmt.Errorf("%w; run 'cutover prune' again to finish", err)
 	}
 	return res, err
+}
+
+// details says, a line per node, what the check found to remove.
+func (j *pruneJob) details() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []string
+	for node, v := range j.remove {
+		if len(v) > 0 {
+			out = append(out, fmt.Sprintf("%s: remove %s", node, strings.Join(v, ", ")))
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		out = append(out, "nothing to remove")
+	}
+	return out
 }
 
 // pruneGuard is what prune protects, judged for the whole cluster, never from one node's
@@ -130,6 +125,11 @@ type pruneGuard struct {
 	previous []string        // the journal's last done switch: its source (the downgrade target) and target
 	pending  []string        // the VERSIONDIRs a pending run needs: its source and target
 	named    map[string]bool // VERSIONDIRs the operator named for removal
+}
+
+// String says what the guard protects, for the journal and the log.
+func (g pruneGuard) String(named []string) string {
+	return fmt.Sprintf("live %q, previous %v, pending %v, named %v", g.live, g.previous, g.pending, named)
 }
 
 // clusterGuard reads what prune must protect: the live version from the master's links, the
@@ -182,8 +182,9 @@ func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []strin
 // prunable returns the installed version directories (sorted oldest first) that no run
 // needs, as g judges them for the cluster.
 func prunable(installed []string, g pruneGuard, keep int) []string {
+	versions := parseDirs(append(append([]string{g.live}, g.pending...), installed...))
 	sorted := slices.Clone(installed)
-	sort.SliceStable(sorted, func(i, j int) bool { return versionLess(sorted[i], sorted[j]) })
+	sort.SliceStable(sorted, func(i, j int) bool { return versions.less(sorted[i], sorted[j]) })
 	protect := map[string]bool{}
 	for _, v := range append([]string{g.live}, g.pending...) {
 		protect[v] = true
@@ -192,9 +193,9 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 	// the live one, which the default path policy (downgrade = "previous-minor") allows, or
 	// when none is installed, the version the journal's last done switch came from.
 	prevMinor := ""
-	if lm, ok := majorMinor(g.live); ok && lm[1] > 0 {
+	if live, ok := versions[g.live]; ok && live.Minor() > 0 {
 		for i := len(sorted) - 1; i >= 0; i-- {
-			if m, ok := majorMinor(sorted[i]); ok && m[0] == lm[0] && m[1] == lm[1]-1 {
+			if v, ok := versions[sorted[i]]; ok && v.Major() == live.Major() && v.Minor() == live.Minor()-1 {
 				prevMinor = sorted[i]
 				break
 			}
@@ -211,14 +212,14 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 	// switches the links, the newest it needs.
 	ref := g.live
 	for _, p := range g.pending {
-		if ref == "" || versionLess(ref, p) {
+		if ref == "" || versions.less(ref, p) {
 			ref = p
 		}
 	}
 	if prevMinor == "" && len(g.previous) == 0 && g.live != "" {
 		// No switch in the journal: the previous version is the newest below the live one.
 		for i := len(sorted) - 1; i >= 0; i-- {
-			if versionLess(sorted[i], g.live) {
+			if versions.less(sorted[i], g.live) {
 				protect[sorted[i]] = true
 				break
 			}
@@ -230,7 +231,7 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 		case protect[v]:
 		case g.named[v]:
 			out = append(out, v)
-		case ref == "" || versionLess(ref, v):
+		case ref == "" || versions.less(ref, v):
 			// Newer than the live version: only when named.
 		case i >= len(sorted)-keep:
 		default:
@@ -240,25 +241,29 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 	return out
 }
 
-// majorMinor reads MAJOR and MINOR of a version directory.
-func majorMinor(dir string) ([2]int, bool) {
-	v, err := goversion.NewVersion(dir)
-	if err != nil {
-		return [2]int{}, false
+// dirVersions are version directory names parsed, each once; a name that does not parse is
+// not among them.
+type dirVersions map[string]layout.Version
+
+// parseDirs parses version directory names.
+func parseDirs(names []string) dirVersions {
+	d := make(dirVersions, len(names))
+	for _, name := range names {
+		if v, err := layout.ParseVersion(name); err == nil {
+			d[name] = v
+		}
 	}
-	seg := v.Segments()
-	if len(seg) < 2 {
-		return [2]int{}, false
-	}
-	return [2]int{seg[0], seg[1]}, true
+	return d
 }
 
-// versionLess orders version directories by version, then by spelling.
-func versionLess(a, b string) bool {
-	va, errA := goversion.NewVersion(a)
-	vb, errB := goversion.NewVersion(b)
-	if errA == nil && errB == nil && !va.Equal(vb) {
-		return va.LessThan(vb)
+// less orders version directories by version, then by spelling.
+func (d dirVersions) less(a, b string) bool {
+	va, okA := d[a]
+	vb, okB := d[b]
+	if okA && okB {
+		if c := va.Compare(vb); c != 0 {
+			return c < 0
+		}
 	}
-	return strings.Compare(a, b) < 0
+	return a < b
 }

@@ -3,6 +3,8 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/cutover/cutover/nodes"
 )
@@ -17,10 +19,16 @@ func (pruneRemove) Where() Where { return OnAll }
 
 // pruneScript takes, after $1 (the share base) and $2 (the lib base), version directories: it
 // renames each one's trees out of sight, share first, then removes them and any leftovers of
-// an interrupted prune, and the manifests (staging.ManifestPath) of trees that are gone. Both
-// bases are synced after the renames and after the removals, so
-// the prune is on disk when the stage records it done (a power cut never brings back a
-// version the journal says is gone).
+// an interrupted prune, and the manifests (staging.ManifestPath) of trees that are gone.
+//
+// A prune interrupted between a version's two renames left its share tree hidden and its lib
+// tree in place: the version no longer counts as installed, so no check lists it again, and
+// the script finishes that prune on its own (a share tree hidden by a prune, none under the
+// version's name, and a lib tree still there), saying so on its output.
+//
+// Both bases are synced after the renames and after the removals, so the prune is on disk
+// when the stage records it done (a power cut never brings back a version the journal says
+// is gone).
 const pruneScript = `set -e
 share=$1 lib=$2
 shift 2
@@ -31,6 +39,16 @@ for v in "$@"; do
 			mv -T -- "$base/$v" "$base/.$v.cutover-prune"
 		fi
 	done
+done
+for d in "$share"/.*.cutover-prune; do
+	[ -d "$d" ] && [ ! -L "$d" ] || continue
+	v=${d##*/.}
+	v=${v%.cutover-prune}
+	if [ ! -e "$share/$v" ] && [ ! -L "$share/$v" ] && [ -d "$lib/$v" ] && [ ! -L "$lib/$v" ]; then
+		rm -rf -- "$lib/.$v.cutover-prune"
+		mv -T -- "$lib/$v" "$lib/.$v.cutover-prune"
+		echo "finished an interrupted prune of $v"
+	fi
 done
 sync -- "$share" "$lib"
 for base in "$share" "$lib"; do
@@ -49,7 +67,8 @@ sync -- "$share" "$lib"`
 
 func (s pruneRemove) Run(ctx context.Context, r *Run) error {
 	j := s.job
-	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
+	var finished []string
+	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
 		j.mu.Lock()
 		list := j.remove[n.Name]
 		j.mu.Unlock()
@@ -59,9 +78,22 @@ func (s pruneRemove) Run(ctx context.Context, r *Run) error {
 		}
 		lib, share := r.Layout.Bases()
 		argv := append([]string{"sh", "-c", pruneScript, "cutover-prune", share, lib}, list...)
-		if _, err := c.Run(ctx, argv...); err != nil {
+		res, err := c.Run(ctx, argv...)
+		if err != nil {
 			return fmt.Errorf("remove %v: %w", list, err)
+		}
+		for _, line := range strings.Split(string(res.Stdout), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				j.mu.Lock()
+				finished = append(finished, n.Name+": "+line)
+				j.mu.Unlock()
+			}
 		}
 		return nil
 	})
+	if len(finished) > 0 {
+		sort.Strings(finished)
+		r.Note("%s", strings.Join(finished, "; "))
+	}
+	return err
 }

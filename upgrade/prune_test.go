@@ -1,7 +1,12 @@
 package upgrade
 
 import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +50,106 @@ func TestPrunable(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s: prunable = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestPruneScript runs the prune's script with the local shell on trees in a temporary
+// directory: what it removes, what an interrupted prune left and it finishes, and what it
+// leaves alone.
+func TestPruneScript(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		before   []string // entries below the root: dirs end in "/", "a -> b" is a link
+		versions []string
+		after    []string
+		out      string
+	}{
+		{"removes both trees and their manifests",
+			[]string{"share/0.9.0/", "lib/0.9.0/", "lib/0.9.0/bin", "lib/.0.9.0.cutover-manifest", "share/1.0.0/", "lib/1.0.0/"},
+			[]string{"0.9.0"},
+			[]string{"share/1.0.0/", "lib/1.0.0/"}, ""},
+		{"finishes a prune interrupted between the two renames",
+			[]string{"share/.0.9.0.cutover-prune/", "lib/0.9.0/", "lib/0.9.0/bin", "lib/.0.9.0.cutover-manifest", "share/1.0.0/", "lib/1.0.0/"},
+			nil,
+			[]string{"share/1.0.0/", "lib/1.0.0/"}, "finished an interrupted prune of 0.9.0\n"},
+		{"clears the leftovers of a prune interrupted in its removals",
+			[]string{"share/.0.9.0.cutover-prune/", "lib/.0.9.0.cutover-prune/", "lib/.0.9.0.cutover-prune/bin", "share/1.0.0/", "lib/1.0.0/"},
+			nil,
+			[]string{"share/1.0.0/", "lib/1.0.0/"}, ""},
+		{"keeps a version staged again after an interrupted prune",
+			[]string{"share/.0.9.0.cutover-prune/", "share/0.9.0/", "lib/0.9.0/"},
+			nil,
+			[]string{"share/0.9.0/", "lib/0.9.0/"}, ""},
+		{"keeps a lib tree with no prune of its share tree",
+			[]string{"lib/0.9.0/", "share/1.0.0/", "lib/1.0.0/"},
+			nil,
+			[]string{"lib/0.9.0/", "share/1.0.0/", "lib/1.0.0/"}, ""},
+		{"follows no link",
+			[]string{"outside/", "outside/keep", "share/.0.9.0.cutover-prune -> ../outside", "lib/0.9.0 -> ../outside"},
+			nil,
+			[]string{"outside/", "outside/keep", "lib/0.9.0 -> ../outside"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			for _, d := range []string{"share", "lib"} {
+				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, e := range tt.before {
+				p := filepath.Join(root, strings.TrimSuffix(e, "/"))
+				var err error
+				switch name, target, link := strings.Cut(e, " -> "); {
+				case link:
+					err = os.Symlink(target, filepath.Join(root, name))
+				case strings.HasSuffix(e, "/"):
+					err = os.Mkdir(p, 0o755)
+				default:
+					err = os.WriteFile(p, []byte("x"), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			argv := append([]string{"-c", pruneScript, "cutover-prune", filepath.Join(root, "share"), filepath.Join(root, "lib")}, tt.versions...)
+			out, err := exec.Command("sh", argv...).Output()
+			if err != nil {
+				t.Fatalf("prune script: %v", err)
+			}
+			if string(out) != tt.out {
+				t.Errorf("output %q, want %q", out, tt.out)
+			}
+			var got []string
+			err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || p == root {
+					return err
+				}
+				rel, _ := filepath.Rel(root, p)
+				switch {
+				case rel == "share" || rel == "lib":
+				case d.Type()&fs.ModeSymlink != 0:
+					target, _ := os.Readlink(p)
+					rel += " -> " + target
+				case d.IsDir():
+					rel += "/"
+				}
+				if rel != "share" && rel != "lib" {
+					got = append(got, rel)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(tt.after)
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("after the prune:\n got %q\nwant %q", got, want)
+			}
+		})
 	}
 }

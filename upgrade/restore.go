@@ -20,7 +20,7 @@ func (restoreFiles) Name() string { return "restore" }
 func (restoreFiles) Where() Where { return OnMaster }
 
 // PONR: the first rename changes the application's state.
-func (restoreFiles) PONR(d Direction) bool { return d == Restore }
+func (restoreFiles) PONR(Direction) bool { return true }
 
 func (s restoreFiles) Run(ctx context.Context, r *Run) error {
 	st := s.st

@@ -42,7 +42,13 @@ func (c restoreCheck) Run(ctx context.Context, r *Run) error {
 	}
 	m := a.Manifest()
 	st.rep.Version = m.From
-	st.rep.Previous = restoreLiveVersion(ctx, r)
+	if r.Resumed {
+		// The master may be half restored: what it ran before is what the run recorded.
+		st.rep.Previous = r.From
+	} else {
+		st.rep.Previous = restoreLiveVersion(ctx, r)
+		r.From, r.To = st.rep.Previous, st.rep.Version
+	}
 	st.rep.Skipped = append(st.rep.Skipped, m.Skipped...)
 	for l, target := range m.Links {
 		st.rep.Links[l] = target

@@ -83,7 +83,10 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 		}
 		return res, err
 	}
-	stages := r.stages()
+	stages, err := s.pendingStages()
+	if err != nil && jr.Travel == journal.Forward {
+		return res, pastPONR(fmt.Errorf("%w; the run stays pending", err))
+	}
 	rn := &Runner{Stages: stages}
 	if jr.Travel != journal.Forward {
 		r.log.Printf("run %d resumed while %s: finishing the undo", r.ID, jr.Travel)
@@ -101,6 +104,13 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 	r.log.Printf("run %d resumed: %s -> %s (%s), past the point of no return: %v", r.ID, r.From, r.To, r.Direction, r.pastPONR)
 	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("resuming run %d: %s %s -> %s", r.ID, r.Config.App, r.From, r.To)})
 	switch {
+	case r.Kind == KindRestore:
+		// A restore starts again at its check, which verifies the archive once more; the
+		// state it kept aside stays. Past its point of no return the master may be half
+		// restored, and a reboot may have started its daemons on that: they stop first.
+		if r.pastPONR {
+			rn.Prelude = []Stage{stopMaster{}}
+		}
 	case r.Batches != nil:
 		// A rolling run keeps its switched batches and goes on from the first stage no
 		// execution completed: the cluster serves meanwhile, mixed.
@@ -112,11 +122,14 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 		rn.Redo = true
 		rn.Start = restartIndex(stages, r.Direction, r.pastPONR)
 	}
-	err := rn.Execute(ctx, r)
+	err = rn.Execute(ctx, r)
 	res.Backup = r.factValue("backup")
 	res.Duration = time.Since(start)
 	res.Downtime = r.downtime()
 	res.Batches = r.Batches
+	if r.rollbackApplies(err) {
+		res.Rollback, err = rollBackFailed(ctx, r, err)
+	}
 	return res, err
 }
 
@@ -135,6 +148,10 @@ func leftIntent(ctx context.Context, r *Run, jr journal.Run) (done bool, err err
 	switch jr.Outcome {
 	case journal.Succeeded, journal.Aborted:
 		r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d was %s; its intent is removed", r.ID, jr.Outcome)})
+		if jr.Outcome == journal.Succeeded {
+			// A rolling run done with nodes left behind says so, as it did when it ended.
+			return true, r.toleratedErr()
+		}
 		return true, nil
 	case journal.Archived:
 		return true, notMaster(fmt.Errorf("run %d was archived: another host is the master", r.ID))

@@ -26,6 +26,10 @@ const factBatches = "rolling-batches"
 // batch): the failure budget counts them over every execution of the run.
 const factFailedPrefix = "rolling-failed-"
 
+// factToleratedPrefix prefixes the fact that a batch ended within the failure budget (the value
+// lists its failed nodes): a later execution of the run never runs that batch again.
+const factToleratedPrefix = "rolling-tolerated-"
+
 // PlanBatches splits the online nodes of inv into the batches of a rolling run: every canary
 // alone, in the configured order, then the other online nodes in batches of batch_size, in the
 // inventory's order with the master last (or first with order = ["master-first"]). A canary
@@ -152,6 +156,9 @@ func batchSummary(batches []Batch) string {
 
 // stages is the stage list of r: the rolling one when the run goes batch by batch.
 func (r *Run) stages() []Stage {
+	if r.list != nil {
+		return r.list
+	}
 	if r.Batches != nil {
 		return RollingStages(r.Batches)
 	}
@@ -216,7 +223,7 @@ func rollingCheck(r *Run, target *TargetPolicy) checkResult {
 		}
 		newer = p
 	}
-	if c.err = CheckRolling(r.From, r.To, r.Direction, newer); c.err == nil {
+	if c.err = CheckRolling(r.FromVersion, r.ToVersion, r.Direction, newer); c.err == nil {
 		c.note = fmt.Sprintf("%s and %s run side by side", r.From, r.To)
 	}
 	return c

@@ -76,7 +76,7 @@ func TestCheckRolling(t *testing.T) {
 		{"1.1.0", "1.2.0", Up, &TargetPolicy{RollingFrom: "about 1.1"}, `rolling_from "about 1.1"`},
 	}
 	for _, tt := range tests {
-		err := CheckRolling(tt.from, tt.to, tt.d, tt.policy)
+		err := CheckRolling(mustVersion(t, tt.from), mustVersion(t, tt.to), tt.d, tt.policy)
 		if (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("CheckRolling(%s, %s) = %v, want %q", tt.from, tt.to, err, tt.err)
 		}
@@ -87,22 +87,8 @@ func TestCheckRolling(t *testing.T) {
 // commands that record themselves.
 func newRollingCluster(t *testing.T, s config.StrategyConfig) (*syncCluster, *Run, *memJournal) {
 	t.Helper()
-	dir := t.TempDir()
-	sc := &syncCluster{dir: dir, conns: map[string]*dirConn{}, down: map[string]bool{}, calls: map[string][]string{}, fail: map[string]bool{}, hang: map[string]bool{}}
-	inv, err := nodes.NewInventory("node1", []nodes.Node{{Name: "node1"}, {Name: "node2"}, {Name: "node3"}, {Name: "node4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.inv = inv
-	for _, n := range inv.Nodes {
-		sc.conns[n.Name] = &dirConn{node: n.Name, root: filepath.Join(dir, n.Name), cl: sc}
-		for _, v := range []string{"1.0.0", "1.1.0"} {
-			sc.mkdir(t, n.Name, "/usr/lib/app/"+v)
-			sc.mkdir(t, n.Name, "/usr/share/app/"+v)
-		}
-		sc.mkdir(t, n.Name, "/etc/app")
-		sc.link(t, n.Name, "1.0.0")
-	}
+	sc := newSimCluster(t, []string{"node1", "node2", "node3", "node4"})
+	dir, inv := sc.dir, sc.inv
 	if s.BatchTimeout.Duration == 0 {
 		s.BatchTimeout.Duration = time.Minute
 	}
@@ -228,6 +214,24 @@ func TestRollingRun(t *testing.T) {
 			untouched: []string{"node1"},
 			journal:   []string{"batch-1:started", "batch-1:failed", "batch-1:undone"},
 		},
+		{
+			name:      "batch timeout within the budget",
+			strategy:  config.StrategyConfig{BatchSize: 1, MaxFailed: 1, BatchTimeout: config.Duration{Duration: 300 * time.Millisecond}},
+			hang:      []string{"node3 start"},
+			wantLinks: "node1=1.1.0 node2=1.1.0 node3=1.0.0 node4=1.1.0",
+			wantErr:   "the run is done, but node3 failed within strategy.max_failed",
+			pastPONR:  true,
+			journal:   []string{"batch-1:started", "batch-1:done", "batch-2:started", "batch-2:failed", "batch-3:started", "batch-3:done", "batch-4:started", "batch-4:done", "config-upgrade:started", "config-upgrade:done"},
+		},
+		{
+			name:      "the master is never left behind",
+			strategy:  config.StrategyConfig{BatchSize: 1, MaxFailed: 3},
+			fail:      []string{"node1 verify node1"},
+			wantLinks: "node1=1.0.0 node2=1.0.0 node3=1.0.0 node4=1.0.0",
+			wantErr:   "the master node1 failed in batch-4, and the master is never left behind",
+			journal: []string{"batch-1:started", "batch-1:done", "batch-2:started", "batch-2:done", "batch-3:started", "batch-3:done",
+				"batch-4:started", "batch-4:failed", "batch-4:undone", "batch-3:undone", "batch-2:undone", "batch-1:undone"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -332,6 +336,36 @@ func TestRollingResume(t *testing.T) {
 	}
 	if got := j.transitions(); got[0] != "batch-2:started" {
 		t.Errorf("journal = %v, want it to start at batch-2", got)
+	}
+}
+
+// TestRollingResumeKeepsTolerated: a batch that an earlier execution ended within the failure
+// budget is never run again: its failed node stays behind untouched, and the resumed run ends
+// done naming it.
+func TestRollingResumeKeepsTolerated(t *testing.T) {
+	t.Parallel()
+	sc, r, j := newRollingCluster(t, config.StrategyConfig{BatchSize: 1, MaxFailed: 1})
+	sc.link(t, "node2", "1.1.0")
+	r.Resumed = true
+	r.loadJournal(journal.Run{
+		Events: []journal.Event{{Stage: "batch-1", State: journal.Done}, {Stage: "batch-2", State: journal.Started}, {Stage: "batch-2", State: journal.Failed}},
+		Facts:  map[string]string{factFailedPrefix + "node3": "batch-2", factToleratedPrefix + "batch-2": "node3"},
+	})
+	var ponr []string
+	rn := rollingRunner(r, &ponr)
+	rn.Start = firstNotDone(append([]Stage{intent{}}, rn.Stages...), r) - 1
+	err := rn.Execute(context.Background(), r)
+	if err == nil || !IsPastPONR(err) || !strings.Contains(err.Error(), "node3 failed within strategy.max_failed") {
+		t.Fatalf("Execute() = %v, want exit 3 naming node3", err)
+	}
+	if got := sc.allLinks(); got != "node1=1.1.0 node2=1.1.0 node3=1.0.0 node4=1.1.0" {
+		t.Errorf("links = %s, want node3 left behind", got)
+	}
+	if calls := sc.callsOf("node3"); len(calls) > 0 {
+		t.Errorf("node3 (left behind in batch 2) ran %v, want nothing", calls)
+	}
+	if got := j.transitions(); !slices.Contains(got, "batch-2:skipped") || slices.Contains(got, "batch-2:done") {
+		t.Errorf("journal = %v, want batch-2 skipped", got)
 	}
 }
 

@@ -57,6 +57,8 @@ type Journal interface {
 // Run is one run of the stage machine: what every stage reads, and what stages learn on the way.
 type Run struct {
 	ID uint64
+	// Kind is the workflow the run belongs to.
+	Kind Kind
 	// Target is where the run goes: its versions, their directories and the direction.
 	Target
 	Config    *config.Config
@@ -71,6 +73,12 @@ type Run struct {
 	Resumed bool
 	// Batches are the batches of a rolling run; nil for an all-at-once run.
 	Batches []Batch
+
+	// list, title and details are the recipe's (begin.go): the stages, what the run does
+	// and, for the confirmation, what it will change.
+	list    []Stage
+	title   string
+	details func() []string
 
 	dial    Dialer
 	journal Journal
@@ -129,6 +137,11 @@ func (r *Run) loadJournal(jr journal.Run) {
 	r.prev = map[string]journal.State{}
 	r.started = map[string]bool{}
 	for _, e := range jr.Events {
+		if e.State == journal.Skipped && r.prev[e.Stage] == journal.Done {
+			// A later execution that skipped a stage done before (a run-once stage, or
+			// one with nothing left to do) never hides that it was done.
+			continue
+		}
 		r.prev[e.Stage] = e.State
 		if e.State == journal.Started {
 			r.started[e.Stage] = true
@@ -493,15 +506,6 @@ func (r *Run) expand(command, node string) string {
 	).Replace(command)
 }
 
-// Minor returns MAJOR.MINOR of a version.
-func minorOf(v string) string {
-	parts := strings.SplitN(strings.SplitN(v, "-", 2)[0], ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
-}
-
 func tail(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
@@ -553,6 +557,33 @@ func (c *loggedConn) Rename(oldname, newname string) error {
 
 func (c *loggedConn) Remove(name string) error {
 	return c.wrote("remove "+name, c.Conn.Remove(name))
+}
+
+// The NoSync forms leave the sync of the directory to the caller (layout.NoSyncFS), so that a
+// link switch syncs its directory once after both links changed and before it returns; on a
+// connection without them they sync as the plain forms do. Each is a crash point like the
+// plain form.
+var _ layout.NoSyncFS = (*loggedConn)(nil)
+
+func (c *loggedConn) SymlinkNoSync(oldname, newname string) error {
+	if ns, ok := c.Conn.(layout.NoSyncFS); ok {
+		return c.wrote("symlink "+newname, ns.SymlinkNoSync(oldname, newname))
+	}
+	return c.Symlink(oldname, newname)
+}
+
+func (c *loggedConn) RenameNoSync(oldname, newname string) error {
+	if ns, ok := c.Conn.(layout.NoSyncFS); ok {
+		return c.wrote("rename "+oldname+" to "+newname, ns.RenameNoSync(oldname, newname))
+	}
+	return c.Rename(oldname, newname)
+}
+
+func (c *loggedConn) RemoveNoSync(name string) error {
+	if ns, ok := c.Conn.(layout.NoSyncFS); ok {
+		return c.wrote("remove "+name, ns.RemoveNoSync(name))
+	}
+	return c.Remove(name)
 }
 
 func (c *loggedConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {

@@ -316,17 +316,24 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			r.Warn("the run is done, but its intent could not be removed (%v): the next 'cutover upgrade --resume' removes it", err)
 		}
 	}
-	if behind := r.toleratedNodes(); len(behind) > 0 {
-		// Failures within the budget end the run done with those nodes left behind; they
-		// block nothing, and sync catches them up (DESIGN §11). Exit 3 names them.
-		was, it := "was", "it is"
-		if len(behind) > 1 {
-			was, it = "were", "they are"
-		}
-		return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed and %s left at %s; once %s back and healthy, run 'cutover sync %s'",
-			joinNames(behind), was, r.From, it, strings.Join(behind, " ")))
+	// Failures within the budget end the run done with those nodes left behind; they block
+	// nothing, and sync catches them up (DESIGN §11). Exit 3 names them.
+	return r.toleratedErr()
+}
+
+// toleratedErr is the error of a run that is done with nodes left behind within its failure
+// budget (exit 3 naming them and the sync that catches them up), or nil.
+func (r *Run) toleratedErr() error {
+	behind := r.toleratedNodes()
+	if len(behind) == 0 {
+		return nil
 	}
-	return nil
+	was, it := "was", "it is"
+	if len(behind) > 1 {
+		was, it = "were", "they are"
+	}
+	return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed and %s left at %s; once %s back and healthy, run 'cutover sync %s'",
+		joinNames(behind), was, r.From, it, strings.Join(behind, " ")))
 }
 
 // journalEarly journals the stage records made before the run was in the journal, once it

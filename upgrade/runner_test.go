@@ -3,6 +3,8 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -573,5 +575,51 @@ func TestRunnerResumedPONRThatChangesNothingRollsBack(t *testing.T) {
 	}
 	if j.pastPONR || j.outcome != journal.RolledBack {
 		t.Errorf("past PONR %v, outcome %q; want false, rolled-back", j.pastPONR, j.outcome)
+	}
+}
+
+// TestLoadJournalKeepsDone: a stage done in one execution stays done when a later execution
+// skips it, so that a run-once stage never runs a third time; an undo or a new start does
+// count.
+func TestLoadJournalKeepsDone(t *testing.T) {
+	ev := func(stage string, st journal.State) journal.Event { return journal.Event{Stage: stage, State: st} }
+	tests := []struct {
+		name   string
+		events []journal.Event
+		done   bool
+	}{
+		{"done", []journal.Event{ev("backup", journal.Started), ev("backup", journal.Done)}, true},
+		{"done, then skipped by a resume", []journal.Event{ev("backup", journal.Done), ev("backup", journal.Skipped)}, true},
+		{"done, skipped twice", []journal.Event{ev("backup", journal.Done), ev("backup", journal.Skipped), ev("backup", journal.Skipped)}, true},
+		{"skipped only", []journal.Event{ev("backup", journal.Skipped)}, false},
+		{"done, then undone", []journal.Event{ev("backup", journal.Done), ev("backup", journal.Undone)}, false},
+		{"done, then started again", []journal.Event{ev("backup", journal.Done), ev("backup", journal.Started)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Run{}
+			r.loadJournal(journal.Run{Events: tt.events})
+			if got := r.doneBefore("backup"); got != tt.done {
+				t.Errorf("doneBefore = %v, want %v", got, tt.done)
+			}
+		})
+	}
+}
+
+// TestKeepCurrentUndoStaysInTheBackupDir: the undo of keep-current removes only an archive it
+// keeps in the backup directory, whatever path the journal's fact names.
+func TestKeepCurrentUndoStaysInTheBackupDir(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "precious-before-restore-x.tar.gz")
+	if err := os.WriteFile(outside, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{Config: &config.Config{Paths: config.PathsConfig{StateDir: filepath.Join(dir, "state")}},
+		facts: map[string]string{"kept": outside}, report: discard{}}
+	if err := (keepCurrent{}).Undo(context.Background(), r); err == nil {
+		t.Error("undo of a kept archive outside the backup directory: nil error, want a refusal")
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("the file the fact named was touched: %v", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cutover/cutover/cfgupgrade"
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
@@ -114,6 +113,8 @@ func openSession(ctx context.Context, cfg *config.Config, m mode, o sessionOptio
 		Online: inv.Online(), Offline: inv.Offline(),
 		dial: poolDialer{pool}, report: rep,
 	}
+	// The run's log, once a run opens one, is closed with the session.
+	s.close = append(s.close, func() { s.r.log.Close() })
 	if m == modePending && s.intent != nil {
 		if err := s.loadPending(ctx); err != nil {
 			return nil, err
@@ -136,7 +137,16 @@ func (s *session) refusePending(what string) error {
 	if s.intent == nil {
 		return nil
 	}
-	return fmt.Errorf("run %d (%s -> %s) is pending: finish it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before %s", s.intent.RunID, s.intent.From, s.intent.To, what)
+	return fmt.Errorf("%s is pending: finish it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before %s", pendingName(*s.intent), what)
+}
+
+// pendingName names the run an intent is of, for messages: "run 7 (1.0.0 -> 1.1.0)", or
+// "restore run 7 (... -> 1.0.0)".
+func pendingName(in journal.Intent) string {
+	if k := kindOf(in.Kind); k != KindUpgrade {
+		return fmt.Sprintf("%s run %d (%s -> %s)", k, in.RunID, in.From, in.To)
+	}
+	return fmt.Sprintf("run %d (%s -> %s)", in.RunID, in.From, in.To)
 }
 
 // loadPending loads the run the intent names: the intent must belong to the configuration in
@@ -154,19 +164,28 @@ func (s *session) loadPending(ctx context.Context) error {
 	if err != nil {
 		return pastPONR(fmt.Errorf("the intent %s names run %d, but the journal %s cannot say where it stopped: %w; the run stays pending: see the guide's 'When the intent or the journal is damaged'", path, in.RunID, JournalPath(cfg), err))
 	}
-	if jr.Kind != "upgrade" || jr.From != in.From || jr.To != in.To || jr.Direction != in.Direction {
-		return badInput(fmt.Errorf("the intent %s (run %d, %s %s -> %s) disagrees with the journal %s (%s %s %s -> %s); nothing was touched: see the guide's 'When the intent or the journal is damaged'",
-			path, in.RunID, in.Direction, in.From, in.To, JournalPath(cfg), jr.Kind, jr.Direction, jr.From, jr.To))
+	kind := kindOf(jr.Kind)
+	if kindOf(in.Kind) != kind || jr.From != in.From || jr.To != in.To || jr.Direction != in.Direction {
+		return badInput(fmt.Errorf("the intent %s (run %d, %s %s %s -> %s) disagrees with the journal %s (%s %s %s -> %s); nothing was touched: see the guide's 'When the intent or the journal is damaged'",
+			path, in.RunID, kindOf(in.Kind), in.Direction, in.From, in.To, JournalPath(cfg), jr.Kind, jr.Direction, jr.From, jr.To))
 	}
-	t, err := newTarget(r.Layout, in.From, in.To)
-	if err != nil || t.Direction != Direction(in.Direction) {
-		return badInput(fmt.Errorf("the intent %s names versions %q -> %q (%s) that are not a valid run: %v; nothing was touched", path, in.From, in.To, in.Direction, err))
+	var t Target
+	switch kind {
+	case KindUpgrade:
+		t, err = newTarget(r.Layout, in.From, in.To)
+		if err != nil || t.Direction != Direction(in.Direction) {
+			return badInput(fmt.Errorf("the intent %s names versions %q -> %q (%s) that are not a valid run: %v; nothing was touched", path, in.From, in.To, in.Direction, err))
+		}
+	case KindRestore:
+		// A restore goes from whatever the master ran to the archive's version.
+		t = Target{From: in.From, To: in.To}
+	default:
+		return badInput(fmt.Errorf("the intent %s names run %d of kind %q, which never leaves an intent; nothing was touched: see the guide's 'When the intent or the journal is damaged'", path, in.RunID, jr.Kind))
 	}
 	if r.log, err = openRunLog(cfg.Paths.StateDir, jr.ID); err != nil {
 		return err
 	}
-	s.close = append(s.close, func() { r.log.Close() })
-	r.ID, r.journal, r.Target, r.Resumed = jr.ID, crashJournal{store}, t, true
+	r.ID, r.Kind, r.journal, r.Target, r.Resumed = jr.ID, kind, crashJournal{store}, t, true
 	if err := r.tagCommands(); err != nil {
 		return err
 	}
@@ -234,17 +253,17 @@ func liveVersion(ctx context.Context, r *Run) (string, error) {
 	if r.Config.VersionDirs == "full" {
 		return dir, nil
 	}
-	v, err := cfgupgrade.ReadVersion(r.configSpec())
+	v, err := configVersion(r.configSpec())
 	if err != nil {
 		return "", fmt.Errorf("%s: live version: %w", r.Inventory.Master, err)
 	}
-	if minorOf(v) != dir {
+	if v.MajorMinor() != dir {
 		return "", fmt.Errorf("%s: the links point at %s but the application config is at %s", r.Inventory.Master, dir, v)
 	}
 	if cmd := r.Config.Commands.LiveVersion; cmd != "" {
 		return liveRelease(ctx, c, r.Inventory.Master, cmd, dir)
 	}
-	return v, nil
+	return v.String(), nil
 }
 
 // liveRelease runs the live_version command on the master and checks that the release it
@@ -254,11 +273,12 @@ func liveRelease(ctx context.Context, c Conn, master, command, dir string) (stri
 	if err != nil {
 		return "", fmt.Errorf("%s: live_version: %w", master, err)
 	}
-	v := strings.TrimSpace(string(res.Stdout))
-	if layout.ValidVersion(v) != nil || minorOf(v) != dir {
-		return "", fmt.Errorf("%s: live_version printed %q, not a release of the live version %s", master, v, dir)
+	out := strings.TrimSpace(string(res.Stdout))
+	v, err := layout.ParseVersion(out)
+	if err != nil || v.MajorMinor() != dir {
+		return "", fmt.Errorf("%s: live_version printed %q, not a release of the live version %s", master, out, dir)
 	}
-	return v, nil
+	return v.String(), nil
 }
 
 // CheckMaster refuses unless hostname (or this host's name when empty), short or full, is

@@ -69,7 +69,7 @@ func TestStageFacts(t *testing.T) {
 		t.Errorf("releasers = %q, want [intent]", rel)
 	}
 	sync := SyncStages()
-	if got := PONRStage(sync, Follow); got != "switch" {
+	if got := PONRStage(sync, ""); got != "switch" {
 		t.Errorf("sync's PONR = %q, want switch", got)
 	}
 	if got, want := names(sync[:readOnlyHead(sync)]), []string{"verify-installed"}; !slices.Equal(got, want) {

@@ -50,6 +50,9 @@ type StatusReport struct {
 	Behind []BehindNode
 	// Resume is how this host, the master, finishes an interrupted run when it boots.
 	Resume BootResume
+	// ResumeProblems say what keeps Resume from running at boot (no cron daemon, systemd not
+	// running), each with what to do; none when it would run.
+	ResumeProblems []string
 	// Problems are what could not be read (the journal, the intent), shown as warnings.
 	Problems []string
 }
@@ -92,7 +95,9 @@ type VerifyStatus struct {
 // PendingRun is the run an intent file names: interrupted, or in progress when the lock is
 // held.
 type PendingRun struct {
-	Run       uint64
+	Run uint64
+	// Kind is the pending run's kind: upgrade, or restore.
+	Kind      string
 	From, To  string
 	Direction string
 	Created   time.Time // when the intent was written
@@ -166,6 +171,7 @@ func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*Statu
 	defer s.Close()
 	r := s.r
 	st := &StatusReport{App: cfg.App, Master: r.Inventory.Master, Resume: findBootResume(cfg.Paths)}
+	st.ResumeProblems = hostBootProbe(cfg.Paths).problems(st.Resume)
 
 	if h, held, err := journal.ReadHolder(LockPath(cfg)); err != nil {
 		st.Problems = append(st.Problems, err.Error())
@@ -228,7 +234,7 @@ func (st *StatusReport) readJournal(ctx context.Context, cfg *config.Config) {
 	case err != nil:
 		st.Problems = append(st.Problems, err.Error())
 	default:
-		st.Pending = &PendingRun{Run: in.RunID, From: in.From, To: in.To, Direction: in.Direction, Created: in.Created, Host: in.Host, PID: in.PID}
+		st.Pending = &PendingRun{Run: in.RunID, Kind: string(kindOf(in.Kind)), From: in.From, To: in.To, Direction: in.Direction, Created: in.Created, Host: in.Host, PID: in.PID}
 	}
 	runs, err := journal.NewStore(JournalPath(cfg)).Runs(ctx)
 	if err != nil {

@@ -5,26 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 )
 
-// Follow is the direction of a `cutover sync` run: the named nodes follow the cluster's live
-// version, whatever they ran before.
-const Follow Direction = "sync"
-
 // SyncOptions are what the operator asked of `cutover sync`.
 type SyncOptions struct {
 	// DryRun runs the checks and reports what the sync would do; it changes nothing.
 	DryRun bool
+	// Confirm, when set, is asked after the checks and before the first change.
+	Confirm func(ctx context.Context, r *Run) error
 	// Reporter receives the run's events; nil reports nothing.
 	Reporter Reporter
 	// Hostname is the local host's name; "" asks the system.
@@ -105,7 +101,7 @@ func Sync(ctx context.Context, cfg *config.Config, names []string, opts SyncOpti
 	if err := s.refusePending("syncing nodes"); err != nil {
 		return nil, err
 	}
-	return syncNodes(ctx, s.r, targets, opts.DryRun)
+	return syncNodes(ctx, s.r, targets, opts.DryRun, opts.Confirm)
 }
 
 // syncTargets returns the inventory's nodes that names name, once each and in the order
@@ -132,10 +128,10 @@ func syncTargets(inv *nodes.Inventory, names []string) ([]nodes.Node, error) {
 
 // syncNodes runs the sync of targets on a prepared run: it reads the live version and the
 // nodes' links, journals the run and executes SyncStages.
-func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool) (*SyncResult, error) {
+func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, confirm func(context.Context, *Run) error) (*SyncResult, error) {
 	start := time.Now()
 	cfg := r.Config
-	r.Online, r.Offline, r.Direction = targets, nil, Follow
+	r.Online, r.Offline = targets, nil
 	var err error
 	if r.To, err = liveVersion(ctx, r); err != nil {
 		return nil, err
@@ -154,38 +150,24 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool) (
 	}
 	facts["nodes"] = strings.Join(names, ",")
 	r.From = distinctVersions(res.Nodes)
-	if dryRun {
-		rn := &Runner{Stages: SyncStages()[:1]}
-		err := rn.Execute(ctx, r)
-		res.Duration = time.Since(start)
-		return res, err
-	}
-
-	closeOrphans(ctx, journal.NewStore(JournalPath(cfg)), r)
-	store := crashJournal{journal.NewStore(JournalPath(cfg))}
-	host, _ := os.Hostname()
-	jr, err := store.CreateRun(ctx, journal.Run{Kind: "sync", From: r.From, To: r.To, Direction: string(Follow), Host: host, PID: os.Getpid(), Facts: facts})
-	if err != nil {
-		return res, fmt.Errorf("journal: %w", err)
-	}
-	r.ID, r.journal, r.facts = jr.ID, store, jr.Facts
-	if err := r.tagCommands(); err != nil {
-		return res, err
-	}
-	res.Run = jr.ID
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		return res, err
-	}
-	defer r.log.Close()
-	res.Log = r.log.Path()
 	list := strings.Join(names, " ")
-	r.log.Printf("run %d: sync %s to %s %s (from %s)", r.ID, list, cfg.App, r.To, r.From)
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: sync %s %s -> %s on %s (master %s)",
-		r.ID, cfg.App, r.From, r.To, strings.Join(names, ", "), r.Inventory.Master)})
-
-	rn := &Runner{Stages: SyncStages()}
-	err = rn.Execute(ctx, r)
+	err = execute(ctx, r, recipe{
+		kind: KindSync, stages: SyncStages(), facts: facts, dryRun: dryRun, confirm: confirm,
+		details: func() []string {
+			var out []string
+			for _, n := range res.Nodes {
+				out = append(out, fmt.Sprintf("%s: %s -> %s", n.Name, n.From, r.To))
+			}
+			return out
+		},
+		what:  fmt.Sprintf("sync %s %s -> %s", cfg.App, r.From, r.To),
+		where: fmt.Sprintf("on %s (master %s)", strings.Join(names, ", "), r.Inventory.Master),
+	})
+	res.Run, res.Log = r.ID, r.log.Path()
 	res.Duration = time.Since(start)
+	if dryRun {
+		return res, err
+	}
 	switch {
 	case err == nil:
 		for _, n := range res.Nodes {

@@ -16,139 +16,88 @@ import (
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
-// dirConn is a node whose file system is a directory of the test machine: every absolute
-// path is taken below root. Link targets stay as written, root-less, as on a real node, so
-// nothing may follow a link (the layout never does). Commands are not run but recorded, and
-// fail when fail says so.
-type dirConn struct {
+// simConn is a node of a syncCluster: a node of its upgradetest.World (its files, its recorded
+// commands), whose commands can also fail or hang on demand through the cluster's maps.
+type simConn struct {
+	*upgradetest.Node
 	node string
-	root string
 	cl   *syncCluster
 }
 
-func (c *dirConn) at(name string) string { return filepath.Join(c.root, name) }
-
-func (c *dirConn) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(c.at(name)) }
-func (c *dirConn) Stat(name string) (fs.FileInfo, error)  { return os.Stat(c.at(name)) }
-func (c *dirConn) Readlink(name string) (string, error)   { return os.Readlink(c.at(name)) }
-func (c *dirConn) Symlink(oldname, newname string) error  { return os.Symlink(oldname, c.at(newname)) }
-func (c *dirConn) Rename(oldname, newname string) error {
-	return os.Rename(c.at(oldname), c.at(newname))
-}
-func (c *dirConn) Remove(name string) error             { return os.Remove(c.at(name)) }
-func (c *dirConn) ReadFile(name string) ([]byte, error) { return os.ReadFile(c.at(name)) }
-func (c *dirConn) MkdirAll(name string, perm fs.FileMode) error {
-	return os.MkdirAll(c.at(name), perm)
-}
-
-// SyncDir fsyncs the directory name.
-func (c *dirConn) SyncDir(name string) error {
-	d, err := os.Open(c.at(name))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func (c *dirConn) ReadDir(name string) ([]fs.FileInfo, error) {
-	entries, err := os.ReadDir(c.at(name))
-	if err != nil {
-		return nil, err
-	}
-	var out []fs.FileInfo
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
-	}
-	return out, nil
-}
-
-func (c *dirConn) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(c.at(name)), 0o755); err != nil {
-		return err
-	}
-	tmp := c.at(name) + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	return os.Rename(tmp, c.at(name))
-}
-
 // RunInput runs argv as RunShell runs a script; the fake nodes read no input.
-func (c *dirConn) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
+func (c *simConn) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
 	return c.RunShell(ctx, nodes.QuoteArgs(argv))
 }
 
-func (c *dirConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
-	if strings.Contains(script, "cutover-check") {
-		// The check for daemons of another version finds none: the fake nodes run no
-		// processes.
-		return nodes.Result{Node: c.node, Stdout: []byte("\n")}, nil
-	}
+// RunShell hangs until ctx ends when hang says so (once, unrecorded), otherwise records the
+// command on the World's node and fails it with exit 7 when fail says so.
+func (c *simConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
 	c.cl.mu.Lock()
 	hang := c.cl.hang[c.node+" "+script]
 	delete(c.cl.hang, c.node+" "+script) // it hangs once
+	failing := c.cl.fail[c.node+" "+script]
 	c.cl.mu.Unlock()
 	if hang {
 		<-ctx.Done()
 		return nodes.Result{Node: c.node, Command: script}, ctx.Err()
 	}
-	c.cl.mu.Lock()
-	defer c.cl.mu.Unlock()
-	c.cl.calls[c.node] = append(c.cl.calls[c.node], script)
-	if c.cl.fail[c.node+" "+script] {
+	res, err := c.Node.RunShell(ctx, script)
+	if err == nil && failing {
 		return nodes.Result{Node: c.node, Command: script, ExitCode: 7, Stderr: []byte(script + " failed on demand\n")},
 			fmt.Errorf("run %q: exit 7: %s failed on demand", script, script)
 	}
-	return nodes.Result{Node: c.node, Command: script}, nil
+	return res, err
 }
 
-// syncCluster is a cluster of dirConn nodes: node1 (the master) at 1.1.0, node2 at 1.0.0,
-// node3 marked offline at 1.0.0, node4 freshly installed without links. Every node has both
-// versions installed. The master's application config is a real file that redistribute copies.
+// syncCluster is a cluster built on an upgradetest.World: node1 (the master) at 1.1.0, node2 at
+// 1.0.0, node3 marked offline at 1.0.0, node4 freshly installed without links. Every node has
+// both versions installed. The master's application config is a real file that redistribute
+// copies.
 type syncCluster struct {
+	w     *upgradetest.World
 	dir   string
 	cfg   *config.Config
 	inv   *nodes.Inventory
-	conns map[string]*dirConn
+	conns map[string]*simConn
 	down  map[string]bool // nodes that cannot be reached
 
 	mu     sync.Mutex
-	calls  map[string][]string
 	fail   map[string]bool // "node command" pairs that fail
 	hang   map[string]bool // "node command" pairs that hang until cancelled, once
 	events []Event
 }
 
+// newSimCluster builds the World of a syncCluster: the named nodes (the master first, offline
+// ones marked), 1.0.0 and 1.1.0 installed on each, every node's links on 1.0.0.
+func newSimCluster(t *testing.T, names []string, offline ...string) *syncCluster {
+	t.Helper()
+	w := upgradetest.New(t, upgradetest.Options{Nodes: names, Offline: offline, Versions: []string{"1.0.0", "1.1.0"}, Live: "1.0.0"})
+	sc := &syncCluster{w: w, dir: w.Dir, inv: w.Inventory(), conns: map[string]*simConn{}, down: map[string]bool{},
+		fail: map[string]bool{}, hang: map[string]bool{}}
+	for _, name := range names {
+		n, err := w.Node(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.conns[name] = &simConn{Node: n, node: name, cl: sc}
+	}
+	return sc
+}
+
 func newSyncCluster(t *testing.T) *syncCluster {
 	t.Helper()
-	dir := t.TempDir()
-	sc := &syncCluster{dir: dir, conns: map[string]*dirConn{}, down: map[string]bool{}, calls: map[string][]string{}, fail: map[string]bool{}}
-	inv, err := nodes.NewInventory("node1", []nodes.Node{{Name: "node1"}, {Name: "node2"}, {Name: "node3", Offline: true}, {Name: "node4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.inv = inv
-	for _, n := range inv.Nodes {
-		c := &dirConn{node: n.Name, root: filepath.Join(dir, n.Name), cl: sc}
-		sc.conns[n.Name] = c
-		for _, v := range []string{"1.0.0", "1.1.0"} {
-			sc.mkdir(t, n.Name, "/usr/lib/app/"+v)
-			sc.mkdir(t, n.Name, "/usr/share/app/"+v)
-		}
-		sc.mkdir(t, n.Name, "/etc/app")
-	}
+	sc := newSimCluster(t, []string{"node1", "node2", "node3", "node4"}, "node3")
+	dir := sc.dir
 	sc.link(t, "node1", "1.1.0")
-	sc.link(t, "node2", "1.0.0")
-	sc.link(t, "node3", "1.0.0")
-	appConfig := filepath.Join(dir, "node1/var/lib/app/config.json")
-	sc.mkdir(t, "node1", "/var/lib/app")
+	for _, l := range []string{"lib", "share"} {
+		if err := os.Remove(filepath.Join(dir, "node4/etc/app", l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appConfig := sc.w.ConfigFile()
 	if err := os.WriteFile(appConfig, []byte(`{"version": "1.1.0"}`), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +161,23 @@ func (sc *syncCluster) Report(e Event) {
 }
 
 func (sc *syncCluster) callsOf(node string) []string {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return slices.Clone(sc.calls[node])
+	var out []string
+	for _, c := range sc.w.Calls(node) {
+		if !strings.Contains(c, "cutover-check") {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // sync runs a sync of names on the cluster the way Sync does after its setup.
 func (sc *syncCluster) sync(t *testing.T, dryRun bool, names ...string) (*SyncResult, error) {
+	t.Helper()
+	return sc.syncConfirm(t, dryRun, nil, names...)
+}
+
+// syncConfirm is sync with the operator's confirmation.
+func (sc *syncCluster) syncConfirm(t *testing.T, dryRun bool, confirm func(context.Context, *Run) error, names ...string) (*SyncResult, error) {
 	t.Helper()
 	lay, err := Layout(sc.cfg)
 	if err != nil {
@@ -230,7 +189,7 @@ func (sc *syncCluster) sync(t *testing.T, dryRun bool, names ...string) (*SyncRe
 	if err != nil {
 		t.Fatalf("syncTargets(%q) = %v", names, err)
 	}
-	return syncNodes(context.Background(), r, targets, dryRun)
+	return syncNodes(context.Background(), r, targets, dryRun, confirm)
 }
 
 // journalRuns returns the cluster's journal.
@@ -307,7 +266,7 @@ func TestSyncBringsNodesToTheLiveVersion(t *testing.T) {
 		if got := sc.links(node); got != at110 {
 			t.Errorf("%s links = %s, want %s", node, got, at110)
 		}
-		data, err := os.ReadFile(filepath.Join(sc.dir, node, sc.cfg.Config.File))
+		data, err := os.ReadFile(filepath.Join(sc.dir, node, "var/lib/app/config.json"))
 		if err != nil || string(data) != `{"version": "1.1.0"}` {
 			t.Errorf("%s config = %q, %v; want the master's", node, data, err)
 		}
@@ -371,13 +330,14 @@ func TestSyncWithRedistConf(t *testing.T) {
 	if _, err := sc.sync(t, false, "node2"); err != nil {
 		t.Fatalf("sync = %v", err)
 	}
-	if got, want := sc.callsOf("node2"), []string{"stop", "ensure-dirs", "start", "stop", "start"}; !slices.Equal(got, want) {
+	sync := nodes.QuoteArgs([]string{"sh", "-c", syncFSScript, "cutover-sync", "/var/lib/app", "/etc/app"})
+	if got, want := sc.callsOf("node2"), []string{"stop", "ensure-dirs", "start", sync, "stop", "start"}; !slices.Equal(got, want) {
 		t.Errorf("node2 ran %q, want %q", got, want)
 	}
-	if got, want := sc.callsOf("node1"), []string{"redist-conf", "verify"}; !slices.Equal(got, want) {
+	if got, want := sc.callsOf("node1"), []string{"redist-conf", sync, "verify"}; !slices.Equal(got, want) {
 		t.Errorf("master ran %q, want %q", got, want)
 	}
-	if _, err := os.Stat(filepath.Join(sc.dir, "node2", sc.cfg.Config.File)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(sc.dir, "node2", "var/lib/app/config.json")); !os.IsNotExist(err) {
 		t.Errorf("cutover copied the config although redist_conf is set: %v", err)
 	}
 }
@@ -395,7 +355,7 @@ func TestSyncRefusals(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(sc.dir, "node4/usr/share/app/1.1.0")); err != nil {
 				t.Fatal(err)
 			}
-		}, "node4: app 1.1.0 is not installed: missing /usr/share/app/1.1.0", journal.RolledBack},
+		}, "node4: app 1.1.0 is not installed: missing /usr/share/app/1.1.0", ""},
 		{"node unreachable", func(t *testing.T, sc *syncCluster) { sc.down["node4"] = true }, "node4: dial", ""},
 		{"not side by side", func(t *testing.T, sc *syncCluster) {
 			sc.mkdir(t, "node4", "/etc/app/lib")
@@ -523,5 +483,39 @@ func TestCheckNodeDuringPendingRun(t *testing.T) {
 		case pending != nil && (strings.Contains(err.Error(), "sync") || !strings.Contains(err.Error(), "pending run 7")):
 			t.Errorf("pending run: %v, want it named and no sync advised", err)
 		}
+	}
+}
+
+// TestSyncConfirmation: the operator is asked once the checks passed, with what the sync will
+// do on each node; a declined sync changes nothing and leaves no run in the journal.
+func TestSyncConfirmation(t *testing.T) {
+	t.Parallel()
+	sc := newSyncCluster(t)
+	before := sc.links("node2") + "|" + sc.links("node4")
+	var title string
+	var details []string
+	_, err := sc.syncConfirm(t, false, func(ctx context.Context, r *Run) error {
+		title, details = r.Title(), r.Details()
+		return errors.New("not confirmed: nothing was changed")
+	}, "node2", "node4")
+	if err == nil || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("declined sync = %v, want the refusal", err)
+	}
+	if !strings.Contains(title, "sync app 1.0.0,none -> 1.1.0 on node2, node4") {
+		t.Errorf("title = %q", title)
+	}
+	if want := []string{"node2: 1.0.0 -> 1.1.0", "node4: none -> 1.1.0"}; !slices.Equal(details, want) {
+		t.Errorf("details = %q, want %q", details, want)
+	}
+	if after := sc.links("node2") + "|" + sc.links("node4"); after != before {
+		t.Errorf("links changed: %s, want %s", after, before)
+	}
+	for _, node := range []string{"node2", "node4"} {
+		if calls := sc.callsOf(node); len(calls) > 0 {
+			t.Errorf("%s ran %q, want nothing", node, calls)
+		}
+	}
+	if runs := sc.journalRuns(t); len(runs) > 0 {
+		t.Errorf("journal has %d runs after a declined sync, want none", len(runs))
 	}
 }

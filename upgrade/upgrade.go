@@ -3,13 +3,11 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade/config"
 )
@@ -51,6 +49,9 @@ type Result struct {
 	Downtime Downtime
 	// Batches are the batches of a rolling run; nil for an all-at-once run.
 	Batches []Batch
+	// Rollback is the run that took the cluster back to From after this one failed past
+	// its point of no return ([policy] on_failure = "rollback"); nil when none ran.
+	Rollback *Result
 }
 
 // Upgrade moves the cluster described by cfg to opts.To through the whole stage machine. It
@@ -68,8 +69,8 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	}
 	defer s.Close()
 	if in := s.intent; in != nil {
-		if in.To != opts.To || opts.DryRun {
-			return nil, fmt.Errorf("run %d (%s -> %s) is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before switching to %s", in.RunID, in.From, in.To, opts.To)
+		if in.To != opts.To || opts.DryRun || kindOf(in.Kind) != KindUpgrade {
+			return nil, fmt.Errorf("%s is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before switching to %s", pendingName(*in), opts.To)
 		}
 		// The pending run to the same target is continued under the lock this call holds.
 		if err := s.loadPending(ctx); err != nil {
@@ -97,71 +98,25 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	if err := r.planRolling(); err != nil {
 		return nil, err
 	}
-	stages := r.stages()
-	if opts.DryRun {
-		rn := &Runner{Stages: stages[:readOnlyHead(stages)]}
-		err := rn.Execute(ctx, r)
-		res.Duration = time.Since(start)
-		return res, err
+	var facts map[string]string
+	if r.Batches != nil {
+		// Every execution of the run works on these batches, whatever the config says later.
+		facts = map[string]string{factBatches: encodeBatches(r.Batches)}
 	}
-
-	r.report.Report(Event{Time: time.Now(), Type: "run", Message: fmt.Sprintf("%s %s %s -> %s on %s (master %s, offline: %s)",
-		r.Direction, cfg.App, r.From, r.To, plural(len(r.Online), "node"), r.Inventory.Master, listOrNone(res.Offline))})
-	// The run enters the journal once its checks passed and the operator said yes: a refusal
-	// or a declined prompt leaves no run behind.
-	begin := func(ctx context.Context, r *Run) error {
-		if opts.Confirm != nil {
-			if err := opts.Confirm(ctx, r); err != nil {
-				return err
-			}
-		}
-		if err := beginUpgrade(ctx, r, res); err != nil {
-			return err
-		}
-		return nil
-	}
-	defer func() { r.log.Close() }()
-
-	rn := &Runner{Stages: stages, Confirm: begin}
-	err = rn.Execute(ctx, r)
+	err = execute(ctx, r, recipe{
+		kind: KindUpgrade, stages: r.stages(), facts: facts, dryRun: opts.DryRun, confirm: opts.Confirm,
+		what:  fmt.Sprintf("%s %s %s -> %s", r.Direction, cfg.App, r.From, r.To),
+		where: fmt.Sprintf("on %s (master %s, offline: %s)", plural(len(r.Online), "node"), r.Inventory.Master, listOrNone(res.Offline)),
+	})
+	res.Run, res.Log = r.ID, r.log.Path()
 	res.Backup = r.Backup
 	res.Duration = time.Since(start)
 	res.Downtime = r.downtime()
 	res.Batches = r.Batches
+	if r.rollbackApplies(err) {
+		res.Rollback, err = rollBackFailed(ctx, r, err)
+	}
 	return res, err
-}
-
-// beginUpgrade records a new upgrade run in the journal, with its batches, tags its
-// commands and opens its log.
-func beginUpgrade(ctx context.Context, r *Run, res *Result) error {
-	cfg := r.Config
-	store := journal.NewStore(JournalPath(cfg))
-	closeOrphans(ctx, store, r)
-	host, _ := os.Hostname()
-	j := crashJournal{store}
-	jr, err := j.CreateRun(ctx, journal.Run{Kind: "upgrade", From: r.From, To: r.To, Direction: string(r.Direction), Host: host, PID: os.Getpid(), Offline: res.Offline})
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	r.ID, r.journal = jr.ID, j
-	res.Run = jr.ID
-	if r.Batches != nil {
-		// Every execution of the run works on these batches, whatever the config says later.
-		if _, err := r.Learn(ctx, factBatches, encodeBatches(r.Batches)); err != nil {
-			return err
-		}
-	}
-	if err := r.tagCommands(); err != nil {
-		return err
-	}
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		return err
-	}
-	res.Log = r.log.Path()
-	r.log.Printf("run %d: %s %s -> %s (%s) on %d nodes, offline: %v", r.ID, cfg.App, r.From, r.To, r.Direction, len(r.Online), res.Offline)
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: %s %s %s -> %s",
-		r.ID, r.Direction, cfg.App, r.From, r.To)})
-	return nil
 }
 
 // checkTarget validates the target version and the names of the checks to force, as
@@ -191,30 +146,4 @@ func listOrNone(names []string) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
-}
-
-// closeOrphans ends the journal's runs that are still marked running although no intent names
-// them (the caller holds the lock and found no intent): an upgrade killed before it wrote its
-// intent, which changed nothing, or an interrupted sync, which is finished by running it again.
-func closeOrphans(ctx context.Context, store *journal.Store, r *Run) {
-	runs, err := store.Runs(ctx)
-	if err != nil {
-		return
-	}
-	for _, old := range runs {
-		if old.Outcome != journal.Running {
-			continue
-		}
-		if err := (crashJournal{store}).Finish(ctx, old.ID, journal.Aborted, time.Now()); err != nil {
-			continue
-		}
-		switch old.Kind {
-		case "sync":
-			r.Warn("sync run %d was interrupted; it is marked aborted in the journal: run the same sync again to finish it", old.ID)
-		case "restore":
-			r.Warn("restore run %d (%s) was interrupted and may have restored part of the archive; it is marked aborted in the journal: run the same 'cutover backup restore' again to finish it", old.ID, old.Facts["archive"])
-		default:
-			r.Warn("run %d was interrupted before it changed anything; it is marked aborted in the journal", old.ID)
-		}
-	}
 }

@@ -16,7 +16,9 @@ const exitCodesHelp = `EXIT CODES:
    3  a run is left pending (failed past the point of no return, an undo failed, or it
       cannot go on now): the message names the nodes and what to run next
    4  another cutover run holds the lock
-   5  this host is not the cluster's master`
+   5  this host is not the cluster's master
+   6  the run failed past the point of no return and [policy] on_failure = "rollback" took
+      the cluster back to the version it ran before: it runs that version now`
 
 // newApp builds the whole command line; the tests and the docs generator use the same tree.
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
@@ -32,7 +34,17 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "output", Value: "text", EnvVars: []string{"CUTOVER_OUTPUT"}, Usage: "output format: text or json"},
 			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CUTOVER_VERBOSE"}, Usage: "show every node's result"},
 		},
-		Description:            "cutover runs on the cluster's master and reaches the other nodes over SSH.\n\n" + exitCodesHelp,
+		Description: "cutover runs on the cluster's master and reaches the other nodes over SSH.\n\n" +
+			"FILES:\n" +
+			"   /etc/cutover/cutover.toml                   the configuration (configuration.md)\n" +
+			"   /usr/share/APP/VERSION/cutover/             what a version's tree tells cutover: migrations/*.json,\n" +
+			"                                               the config migrations (migrations.md), and\n" +
+			"                                               upgrade-policy.json\n" +
+			"   /var/lib/cutover/                           the journal, intent, lock, logs and backups\n" +
+			"   /var/log/cutover-resume.log                 the output of the resume at boot by cron, each line\n" +
+			"                                               behind its time\n" +
+			"   The documents named are in /usr/share/doc/cutover, with guide.md, the operator's guide.\n\n" +
+			exitCodesHelp,
 		HideVersion:            true,
 		ExitErrHandler:         func(*cli.Context, error) {},
 		UseShortOptionHandling: false,

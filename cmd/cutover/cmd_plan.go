@@ -15,8 +15,10 @@ func planCommand() *cli.Command {
 		Usage:     "show everything upgrade would check and do; change nothing",
 		UsageText: "cutover plan --to=VERSION [--force=CHECK ...]",
 		Description: "Runs every check 'cutover upgrade --to=VERSION' would run, on every node, and lists the stages it\n" +
-			"would execute with their nodes and the point of no return. Unlike a run it does not stop at the first\n" +
-			"refusal: every refusal is listed. It changes nothing: no lock, journal, intent or log is written.\n" +
+			"would execute with their nodes and the point of no return, and the config's migration steps, one per\n" +
+			"minor version, warning about files in the version's cutover/ directory that it does not read. Unlike\n" +
+			"a run it does not stop at the first refusal: every refusal is listed. It changes nothing: no lock,\n" +
+			"journal, intent or log is written.\n" +
 			"Exits 0 when the run would proceed and 1 when a check refuses it.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Usage: "the `VERSION` to plan a switch to"},

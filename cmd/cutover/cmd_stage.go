@@ -32,7 +32,7 @@ func stageCommand() *cli.Command {
 				return err
 			}
 			var out stageOutput = newOutput(c)
-			opts := upgrade.StageOptions{Version: c.String("version"), Source: c.Args().First(), Replace: c.Bool("replace"), DryRun: c.Bool("dry-run"), Reporter: out}
+			opts := upgrade.StagingOptions{Version: c.String("version"), Source: c.Args().First(), Replace: c.Bool("replace"), DryRun: c.Bool("dry-run"), Reporter: out}
 			res, err := upgrade.StageVersion(c.Context, cfg, opts)
 			out.stageDone(res, err, opts.DryRun)
 			return err
@@ -44,17 +44,19 @@ func pruneCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "prune",
 		Usage:     "remove the installed versions no run needs",
-		UsageText: "cutover prune [--keep=N] [--version=VERSION ...] [--dry-run]",
+		UsageText: "cutover prune [--keep=N] [--version=VERSION ...] [--dry-run] [--yes]",
 		Description: "Removes, on every online node, the installed versions that are not live, not the previous\n" +
 			"version (the downgrade target), not the source or target of a pending run, and not among the N\n" +
 			"newest. A version newer than the live one (one staged for the next upgrade) stays unless named\n" +
 			"with --version. Live, previous and pending are the cluster's: the master's links, the journal's\n" +
 			"last done run and the pending run, never a lagging node's own links. Each version is moved out\n" +
-			"of sight first, so it stops counting as installed at once.\n\n" + exitCodesHelp,
+			"of sight first, so it stops counting as installed at once. On a terminal it shows what it will\n" +
+			"remove and asks before removing anything; without one, --yes is required.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "keep", Value: upgrade.DefaultKeep, Usage: "keep the `N` newest installed versions too"},
 			&cli.StringSliceFlag{Name: "version", Usage: "remove `VERSION` even if it is newer than the live one or among the N newest (never the live, previous or a pending run's)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed; change nothing"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -64,9 +66,13 @@ func pruneCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var out pruneOutput = newOutput(c)
 			dry := c.Bool("dry-run")
-			res, err := upgrade.Prune(c.Context, cfg, upgrade.PruneOptions{Keep: c.Int("keep"), Versions: c.StringSlice("version"), DryRun: dry, Reporter: out})
+			ask, err := confirmation(c, "prune", dry)
+			if err != nil {
+				return err
+			}
+			var out pruneOutput = newOutput(c)
+			res, err := upgrade.Prune(c.Context, cfg, upgrade.PruneOptions{Keep: c.Int("keep"), Versions: c.StringSlice("version"), DryRun: dry, Confirm: ask, Reporter: out})
 			out.pruneDone(res, err, dry)
 			return err
 		},

@@ -39,6 +39,20 @@ func TestStatusLocal(t *testing.T) {
 	assertNothingWritten(t, lc)
 }
 
+// cronDaemon installs a cron daemon in the local cluster's root, started at boot by its init
+// script.
+func cronDaemon(t *testing.T, lc *localCluster) {
+	t.Helper()
+	for _, dir := range []string{"usr/sbin", "etc/init.d"} {
+		lc.mkdir(dir)
+	}
+	for _, f := range []string{"usr/sbin/cron", "etc/init.d/cron"} {
+		if err := os.WriteFile(lc.path(f), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestStatusShows(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -67,7 +81,12 @@ func TestStatusShows(t *testing.T) {
 		{"resume at boot by cron", func(t *testing.T, lc *localCluster) {
 			lc.mkdir("etc/cron.d")
 			lc.write("etc/cron.d/cutover", "PATH=/usr/sbin:/usr/bin:/sbin:/bin\n@reboot root [ -x /usr/sbin/cutover ] && /usr/sbin/cutover upgrade --resume\n")
+			cronDaemon(t, lc)
 		}, []string{"resume at boot: @reboot in ", "/etc/cron.d/cutover\n"}},
+		{"resume at boot by cron without a cron daemon", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("etc/cron.d")
+			lc.write("etc/cron.d/cutover", "@reboot root [ -x /usr/sbin/cutover ] && /usr/sbin/cutover upgrade --resume\n")
+		}, []string{"/etc/cron.d/cutover, which would not run\n", "warning: the @reboot line in ", "no cron daemon is installed", "apt-get install cron"}},
 		{"resume at boot by root's crontab", func(t *testing.T, lc *localCluster) {
 			lc.mkdir("var/spool/cron/crontabs")
 			lc.write("var/spool/cron/crontabs/root", "@reboot /usr/sbin/cutover upgrade --resume\n")
@@ -75,7 +94,16 @@ func TestStatusShows(t *testing.T) {
 		{"resume at boot by systemd", func(t *testing.T, lc *localCluster) {
 			lc.mkdir("etc/systemd/system/multi-user.target.wants")
 			lc.symlink("/lib/systemd/system/cutover-resume.service", "etc/systemd/system/multi-user.target.wants/cutover-resume.service")
+			lc.mkdir("run/systemd/system")
+			lc.mkdir("lib/systemd/system")
+			lc.write("lib/systemd/system/cutover-resume.service", "[Service]\n")
 		}, []string{"resume at boot: cutover-resume.service\n"}},
+		{"resume at boot by systemd where systemd does not run", func(t *testing.T, lc *localCluster) {
+			lc.mkdir("etc/systemd/system/multi-user.target.wants")
+			lc.symlink("/lib/systemd/system/cutover-resume.service", "etc/systemd/system/multi-user.target.wants/cutover-resume.service")
+			lc.mkdir("lib/systemd/system")
+			lc.write("lib/systemd/system/cutover-resume.service", "[Service]\n")
+		}, []string{"resume at boot: cutover-resume.service, which would not run\n", "systemd does not run this host"}},
 		{"resume at boot twice", func(t *testing.T, lc *localCluster) {
 			lc.mkdir("etc/cron.d")
 			lc.write("etc/cron.d/cutover", "@reboot root /usr/sbin/cutover upgrade --resume\n")

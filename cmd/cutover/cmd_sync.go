@@ -12,16 +12,18 @@ func syncCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "sync",
 		Usage:     "bring nodes that missed a run (offline, replaced) to the cluster's live version",
-		UsageText: "cutover sync [--dry-run] NODE...",
+		UsageText: "cutover sync [--dry-run] [--yes] NODE...",
 		Description: "Brings each NODE to the version the master runs: stops its daemons, switches its links, runs\n" +
 			"ensure-dirs, copies the application's config from the master (or runs redist_conf), starts its\n" +
 			"daemons, then runs verify on the master. The master and the other nodes are not touched.\n" +
 			"Every NODE must be in the node list and not the master; a node marked offline may be named:\n" +
 			"clear its offline flag afterwards so that runs include it again. The switch is the point of no\n" +
 			"return: a failure before it starts the daemons again, a failure after it exits 3; then fix the\n" +
-			"cause and run the same sync again. Refused while a run is pending.\n\n" + exitCodesHelp,
+			"cause and run the same sync again. Refused while a run is pending. On a terminal it shows what it\n" +
+			"will do and asks before changing anything; without one, --yes is required.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "run the checks and show what would be done; change nothing"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 		},
 		Action: func(c *cli.Context) error {
 			names := c.Args().Slice()
@@ -37,9 +39,13 @@ func syncCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var out syncOutput = newOutput(c)
 			dryRun := c.Bool("dry-run")
-			res, err := upgrade.Sync(c.Context, cfg, names, upgrade.SyncOptions{DryRun: dryRun, Reporter: out})
+			ask, err := confirmation(c, "sync", dryRun)
+			if err != nil {
+				return err
+			}
+			var out syncOutput = newOutput(c)
+			res, err := upgrade.Sync(c.Context, cfg, names, upgrade.SyncOptions{DryRun: dryRun, Confirm: ask, Reporter: out})
 			out.syncDone(res, err, dryRun)
 			return err
 		},

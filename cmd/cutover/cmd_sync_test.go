@@ -72,20 +72,20 @@ func TestSyncRefusals(t *testing.T) {
 		wantOut  string
 	}{
 		{"no node", nil, []string{"sync"}, exitUsage, "at least one NODE", ""},
-		{"flag after a node", nil, []string{"sync", "node2", "--dry-run"}, exitUsage, "flags go before", ""},
-		{"the master", nil, []string{"sync", host}, exitUsage, "is the master", ""},
-		{"unknown node", nil, []string{"sync", "node9"}, exitUsage, `unknown node "node9"`, ""},
-		{"hostile name", nil, []string{"sync", "node9; touch /tmp/pwned"}, exitUsage, `unknown node "node9; touch /tmp/pwned"`, ""},
+		{"flag after a node", nil, []string{"sync", "--yes", "node2", "--dry-run"}, exitUsage, "flags go before", ""},
+		{"the master", nil, []string{"sync", "--yes", host}, exitUsage, "is the master", ""},
+		{"unknown node", nil, []string{"sync", "--yes", "node9"}, exitUsage, `unknown node "node9"`, ""},
+		{"hostile name", nil, []string{"sync", "--yes", "node9; touch /tmp/pwned"}, exitUsage, `unknown node "node9; touch /tmp/pwned"`, ""},
 		{"not the master", func(lc *localCluster) {
 			lc.writeConfig(strings.ReplaceAll(lc.read("cutover.toml"), fmt.Sprintf("%q", host), `"elsewhere"`))
-		}, []string{"sync", "node2"}, exitNotMaster, "not the cluster's master", ""},
+		}, []string{"sync", "--yes", "node2"}, exitNotMaster, "not the cluster's master", ""},
 		{"run pending", func(lc *localCluster) {
 			lc.mkdir("state")
 			if err := journal.WriteIntent(lc.path("state/intent.json"), journal.Intent{RunID: 7, From: "1.0.0", To: "1.1.0", Direction: "upgrade"}); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"sync", "node2"}, exitFailed, "run 7 (1.0.0 -> 1.1.0) is pending", ""},
-		{"node unreachable", nil, []string{"sync", "node2"}, exitFailed, "node2: ", "nothing was changed"},
+		}, []string{"sync", "--yes", "node2"}, exitFailed, "run 7 (1.0.0 -> 1.1.0) is pending", ""},
+		{"node unreachable", nil, []string{"sync", "--yes", "node2"}, exitFailed, "node2: ", "nothing was changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestSyncLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Release()
-	code, _, errOut := lc.cutover("sync", "node2")
+	code, _, errOut := lc.cutover("sync", "--yes", "node2")
 	if code != exitLocked || !strings.Contains(errOut, "4242") {
 		t.Errorf("exit %d, stderr %q; want %d naming pid 4242", code, errOut, exitLocked)
 	}
@@ -136,7 +136,7 @@ func TestSyncJSON(t *testing.T) {
 	lc := newLocalCluster(t, "1.1.0", "1.0.0", "1.1.0")
 	lc.addUnreachableNode()
 	start := time.Now()
-	code, out, _ := lc.cutover("--output", "json", "sync", "node2")
+	code, out, _ := lc.cutover("--output", "json", "sync", "--yes", "node2")
 	if code != exitFailed {
 		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, out)
 	}

@@ -27,7 +27,7 @@ func upgradeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "run the checks and show what would be done; change nothing"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 			&cli.StringSliceFlag{Name: "force", Usage: "override a skippable `CHECK` (" + strings.Join(upgrade.Forceable, ", ") + ")"},
-			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted run (at boot: @reboot in root's crontab); without one, do nothing"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted run; without one, do nothing. The package runs it at boot: cutover-resume.service where systemd runs, the @reboot line of /etc/cron.d/cutover elsewhere"},
 			&cli.BoolFlag{Name: "abort", Usage: "undo an interrupted run that is before its point of no return"},
 			&cli.BoolFlag{Name: "downgrade", Usage: "go back to the version the cluster ran before its last done upgrade (the previous minor), as --to would"},
 			&cli.StringSliceFlag{Name: "skip-node", Usage: "with --resume or --abort: declare `NODE` gone for the rest of the pending run (journaled); 'cutover sync NODE' catches it up later"},
@@ -72,13 +72,8 @@ func upgradeCommand() *cli.Command {
 			opts := upgrade.Options{
 				To: to, Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
 			}
-			if !opts.DryRun && !c.Bool("yes") {
-				if !isTerminal(c.App.Reader) {
-					return usagef("not on a terminal: pass --yes to upgrade without confirmation")
-				}
-				opts.Confirm = func(ctx context.Context, r *upgrade.Run) error {
-					return confirm(ctx, c.App.Reader, c.App.Writer, r)
-				}
+			if opts.Confirm, err = confirmation(c, "upgrade", opts.DryRun); err != nil {
+				return err
 			}
 			res, err := upgrade.Upgrade(c.Context, cfg, opts)
 			out.upgradeDone(res, err, opts.DryRun)
@@ -90,15 +85,22 @@ func upgradeCommand() *cli.Command {
 // confirm shows what the run will do and asks the operator. SIGINT or SIGTERM at the
 // question (ctx is cancelled) answers no at once, without waiting for Enter.
 func confirm(ctx context.Context, in io.Reader, out io.Writer, r *upgrade.Run) error {
-	fmt.Fprintf(out, "%s %s -> %s (%s) on %s (master %s", r.Config.App, r.From, r.To, r.Direction, count(len(r.Online), "node"), r.Inventory.Master)
-	if len(r.Offline) > 0 {
-		var names []string
-		for _, n := range r.Offline {
-			names = append(names, n.Name)
+	if r.Kind == upgrade.KindUpgrade || r.Title() == "" {
+		fmt.Fprintf(out, "%s %s -> %s (%s) on %s (master %s", r.Config.App, r.From, r.To, r.Direction, count(len(r.Online), "node"), r.Inventory.Master)
+		if len(r.Offline) > 0 {
+			var names []string
+			for _, n := range r.Offline {
+				names = append(names, n.Name)
+			}
+			fmt.Fprintf(out, ", offline: %s", strings.Join(names, ", "))
 		}
-		fmt.Fprintf(out, ", offline: %s", strings.Join(names, ", "))
+		fmt.Fprintln(out, ")")
+	} else {
+		fmt.Fprintln(out, r.Title())
 	}
-	fmt.Fprintln(out, ")")
+	for _, d := range r.Details() {
+		fmt.Fprintf(out, "  %s\n", d)
+	}
 	for _, st := range r.StagePlan() {
 		where := st.Where
 		switch {
@@ -131,6 +133,20 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, r *upgrade.Run) e
 		return nil
 	}
 	return fmt.Errorf("not confirmed: nothing was changed")
+}
+
+// confirmation returns how a command that changes the cluster asks the operator: nil with
+// --yes or --dry-run, the question on a terminal, and a usage error anywhere else.
+func confirmation(c *cli.Context, what string, dryRun bool) (func(context.Context, *upgrade.Run) error, error) {
+	if dryRun || c.Bool("yes") {
+		return nil, nil
+	}
+	if !isTerminal(c.App.Reader) {
+		return nil, usagef("not on a terminal: pass --yes to %s without confirmation", what)
+	}
+	return func(ctx context.Context, r *upgrade.Run) error {
+		return confirm(ctx, c.App.Reader, c.App.Writer, r)
+	}, nil
 }
 
 // isTerminal reports whether r is a terminal, such as the operator's.

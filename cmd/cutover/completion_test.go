@@ -169,7 +169,7 @@ func TestBashCompletion(t *testing.T) {
 		{"cutover upgrade --to = 1.1.0 --d", "--dry-run --downgrade"},
 		{"cutover backup ", "--help list restore"},
 		{"cutover backup list --", "--verify --help"},
-		{"cutover prune --keep 3 --", "--keep --version --dry-run --help"},
+		{"cutover prune --keep 3 --", "--keep --version --dry-run --yes --help"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {

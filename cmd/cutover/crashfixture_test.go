@@ -66,6 +66,13 @@ type crashFixture struct {
 	// powerCut, when set, is the mount point of the file system that holds the root: a crash
 	// point cuts its power before it kills cutover (upgrade.CrashPowerCutEnv).
 	powerCut string
+	// views are the nodes' mount namespaces when they have views of their own (see
+	// crashnodes_test.go); bound lists the node and mount point of every view attached.
+	views *nodeViews
+	bound [][2]string
+	// nodeDisks are the file systems of the nodes that have their own, from diskSet.
+	nodeDisks map[string]*powerDisk
+	diskSet   *powerDisks
 }
 
 // fixtureOpts describe a crash fixture.
@@ -94,6 +101,31 @@ type fixtureOpts struct {
 	// root, when set, is an empty directory made for the fixture (a file system of its own,
 	// in the power-cut mode); otherwise the fixture makes a new one under its base.
 	root string
+	// views, with ssh, gives every ssh node links of its own (crashnodes_test.go): its etc
+	// is nodes/NAME/etc, where the node's links point at nodeLive[NAME], or else at live.
+	views    *nodeViews
+	nodeLive map[string]string
+	// nodeDisks, with views, puts every ssh node's etc and usr on a file system of its own
+	// from this set, mounted at nodes/NAME: the node's power-cut mode.
+	nodeDisks *powerDisks
+	// maxFailed is the rolling strategy's max_failed.
+	maxFailed int
+	// failVerifyNode makes node_verify fail for that node only.
+	failVerifyNode string
+	// redist sets redist_conf, which writes the live version to var/lib/app/ssconf_version,
+	// a file restart_watch names; the daemons record what they read of it as they start
+	// (run/read.NODE), so that a daemon left running with what redist_conf replaced shows.
+	redist bool
+	// extraVersion, when set, installs one more version, with a few files, that no run needs.
+	extraVersion string
+}
+
+// liveOf returns the version node's links start at.
+func (o fixtureOpts) liveOf(node string) string {
+	if v, ok := o.nodeLive[node]; ok {
+		return v
+	}
+	return o.live
 }
 
 // crashCommandName matches a command of the fixture: each starts with ": NAME;", a no-op
@@ -116,7 +148,8 @@ func newCrashFixture(base string, o fixtureOpts) (*crashFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &crashFixture{root: root, cfg: filepath.Join(root, "cutover.toml"), master: host, nodes: []string{host}}
+	f := &crashFixture{root: root, cfg: filepath.Join(root, "cutover.toml"), master: host, nodes: []string{host},
+		views: o.views, nodeDisks: map[string]*powerDisk{}, diskSet: o.nodeDisks}
 	if o.ssh != nil {
 		for i := range o.ssh.Servers {
 			f.nodes = append(f.nodes, fmt.Sprintf("node%d", i+2))
@@ -130,21 +163,51 @@ func newCrashFixture(base string, o fixtureOpts) (*crashFixture, error) {
 		do(os.Chmod(f.path(rel), perm))
 	}
 	do(os.Chmod(root, 0o755))
-	for _, v := range crashVersions {
-		mkdir("usr/lib/app/" + v + "/usr/sbin")
-		mkdir("usr/share/app/" + v + "/cutover/migrations")
-		write("usr/share/app/"+v+"/VERSION", v+"\n", 0o644)
-		if v != "1.0.0" && o.rolling {
-			write("usr/share/app/"+v+"/cutover/upgrade-policy.json", `{"rolling_from": ">= 1.0, < 1.2"}`, 0o644)
+	// trees installs the versions under dir (the root, or a node's own directory) and points
+	// dir's links at live.
+	trees := func(dir, live string) {
+		for _, v := range crashVersions {
+			mkdir(dir + "usr/lib/app/" + v + "/usr/sbin")
+			mkdir(dir + "usr/share/app/" + v + "/cutover/migrations")
+			write(dir+"usr/share/app/"+v+"/VERSION", v+"\n", 0o644)
+			if v != "1.0.0" && o.rolling {
+				write(dir+"usr/share/app/"+v+"/cutover/upgrade-policy.json", `{"rolling_from": ">= 1.0, < 1.2"}`, 0o644)
+			}
+			if v != "1.0.0" {
+				write(dir+"usr/share/app/"+v+"/cutover/migrations/1.0-1.1.json",
+					`{"from":"1.0","to":"1.1","up":[{"op":"move","from":"/name","path":"/title"}],"down":[{"op":"move","from":"/title","path":"/name"}]}`, 0o644)
+			}
 		}
-		if v != "1.0.0" {
-			write("usr/share/app/"+v+"/cutover/migrations/1.0-1.1.json",
-				`{"from":"1.0","to":"1.1","up":[{"op":"move","from":"/name","path":"/title"}],"down":[{"op":"move","from":"/title","path":"/name"}]}`, 0o644)
+		if v := o.extraVersion; v != "" {
+			mkdir(dir + "usr/lib/app/" + v + "/usr/sbin")
+			write(dir+"usr/lib/app/"+v+"/usr/sbin/app", "app "+v+"\n", 0o755)
+			mkdir(dir + "usr/share/app/" + v + "/doc")
+			write(dir+"usr/share/app/"+v+"/VERSION", v+"\n", 0o644)
+			write(dir+"usr/share/app/"+v+"/doc/README", "read me\n", 0o644)
+		}
+		mkdir(dir + "etc/app")
+		do(os.Symlink(f.path("usr/lib/app/"+live), f.path(dir+"etc/app/lib")))
+		do(os.Symlink(f.path("usr/share/app/"+live), f.path(dir+"etc/app/share")))
+	}
+	trees("", o.live)
+	if o.views != nil {
+		for _, n := range f.nodes[1:] {
+			dir := "nodes/" + n + "/"
+			mkdir(dir)
+			if o.nodeDisks != nil {
+				disk, err := o.nodeDisks.createAt(f.path(dir), nil)
+				if err != nil {
+					return nil, fmt.Errorf("crash fixture: %s's disk: %w", n, err)
+				}
+				f.nodeDisks[n] = disk
+				trees(dir, o.liveOf(n))
+			} else {
+				mkdir(dir + "etc/app")
+				do(os.Symlink(f.path("usr/lib/app/"+o.liveOf(n)), f.path(dir+"etc/app/lib")))
+				do(os.Symlink(f.path("usr/share/app/"+o.liveOf(n)), f.path(dir+"etc/app/share")))
+			}
 		}
 	}
-	mkdir("etc/app")
-	do(os.Symlink(f.path("usr/lib/app/"+o.live), f.path("etc/app/lib")))
-	do(os.Symlink(f.path("usr/share/app/"+o.live), f.path("etc/app/share")))
 	mkdir("var/lib/app")
 	field := "name"
 	if o.live >= "1.1" {
@@ -154,7 +217,13 @@ func newCrashFixture(base string, o fixtureOpts) (*crashFixture, error) {
 	mkdir("run")
 	mkdir("test")
 	for _, n := range f.nodes {
-		write("run/daemons."+n, "running "+o.live+"\n", 0o666)
+		write("run/daemons."+n, "running "+o.liveOf(n)+"\n", 0o666)
+	}
+	if o.redist {
+		write("var/lib/app/ssconf_version", o.live+"\n", 0o644)
+		for _, n := range f.nodes {
+			write("run/read."+n, o.live+"\n", 0o666)
+		}
 	}
 	write("run/events", "", 0o666)
 	write("run/calls", "", 0o666)
@@ -175,11 +244,20 @@ func newCrashFixture(base string, o fixtureOpts) (*crashFixture, error) {
 		}
 		for _, n := range f.nodes[1:] {
 			do(os.Lchown(f.path("run/daemons."+n), uid, gid))
+			if o.views != nil {
+				for _, rel := range []string{"etc/app", "etc/app/lib", "etc/app/share"} {
+					do(os.Lchown(f.path("nodes/"+n+"/"+rel), uid, gid))
+				}
+			}
 		}
 	}
 	write("cutover.toml", f.config(o), 0o600)
+	for _, d := range f.nodeDisks {
+		do(d.sync()) // the state a point starts from
+	}
+	do(f.attachViews())
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("crash fixture: %w", err)
+		return nil, errors.Join(fmt.Errorf("crash fixture: %w", err), f.release())
 	}
 	return f, nil
 }
@@ -214,10 +292,17 @@ func (f *crashFixture) config(o fixtureOpts) string {
 		{"post_upgrade", fmt.Sprintf(": post_upgrade; echo post-upgrade {from} >> %s/run/calls", r)},
 		{"verify", fmt.Sprintf(": verify; echo verify >> %[1]s/run/calls; grep -q '^running' %[1]s/run/daemons.{node}", r)},
 	}
+	if o.redist {
+		commands[1][1] += fmt.Sprintf("; cat %[1]s/var/lib/app/ssconf_version > %[1]s/run/read.{node}", r)
+		commands = append(commands, [2]string{"redist_conf", fmt.Sprintf(": redist_conf; cat %[1]s/etc/app/share/VERSION > %[1]s/var/lib/app/ssconf_version", r)})
+	}
 	if o.rolling {
 		verify := fmt.Sprintf(": node_verify; grep -q '^running' %s/run/daemons.{node}", r)
 		if o.failVerify {
 			verify += "; echo the node does not answer >&2; exit 1"
+		}
+		if o.failVerifyNode != "" {
+			verify += fmt.Sprintf("; [ {node} != %s ] || { echo the node does not answer >&2; exit 1; }", o.failVerifyNode)
 		}
 		commands = append(commands,
 			[2]string{"node_drain", fmt.Sprintf(": node_drain; touch %s/run/nodedrained.{node}", r)},
@@ -249,12 +334,21 @@ address = "127.0.0.1"
 	for _, c := range commands {
 		fmt.Fprintf(&b, "%s = %q\n", c[0], c[1])
 	}
+	if o.redist {
+		fmt.Fprintf(&b, "restart_watch = [\"%s/var/lib/app/ssconf_*\"]\n", r)
+	}
 	if o.rolling {
 		timeout := "60s"
-		if o.failVerify {
+		switch {
+		case o.failVerify:
 			timeout = "3s" // node_verify is retried for half of it
+		case o.failVerifyNode != "":
+			// The failing node's batch must fail its verify, not time out, however loaded
+			// the machine: node_verify is retried for half of it, and the batch needs about
+			// a second besides.
+			timeout = "20s"
 		}
-		fmt.Fprintf(&b, "[strategy]\nmode = \"rolling\"\nbatch_timeout = %q\n", timeout)
+		fmt.Fprintf(&b, "[strategy]\nmode = \"rolling\"\nbatch_timeout = %q\nmax_failed = %d\n", timeout, o.maxFailed)
 	}
 	fmt.Fprintf(&b, "[config]\nfile = \"%[1]s/var/lib/app/config.json\"\nredistribute = [\"%[1]s/var/lib/app/config.json\"]\n", r)
 	if o.execMigrate {
@@ -585,10 +679,18 @@ type crashWorld struct {
 	temps      []string // hidden (temporary) files in the links' and the config's directories
 	// nodesDrained are the run/nodedrained.NODE flags of a rolling run's node_drain.
 	nodesDrained []string
+	// nodeAt is, for every node with links of its own, the version they point at ("" when
+	// they do not point at one), and nodeLinks describes them.
+	nodeAt, nodeLinks map[string]string
 }
 
 func (f *crashFixture) world() crashWorld {
-	w := crashWorld{daemons: map[string]string{}}
+	w := crashWorld{daemons: map[string]string{}, nodeAt: map[string]string{}, nodeLinks: map[string]string{}}
+	if f.views != nil {
+		for _, n := range f.nodes[1:] {
+			w.nodeAt[n], w.nodeLinks[n] = f.nodeVersion(n)
+		}
+	}
 	read := func(rel string) string {
 		t, err := os.Readlink(f.path(rel))
 		if err != nil {
@@ -649,39 +751,43 @@ func (w crashWorld) summary(configs map[string][]byte) string {
 		daemons = append(daemons, fmt.Sprintf("%s %q", n, d))
 	}
 	sort.Strings(daemons)
-	return fmt.Sprintf("links %s, %s; config %s; daemons %s; drained %v, paused %v; intent %v; temp files %v",
-		w.lib, w.share, conf, strings.Join(daemons, ", "), w.drained, w.paused, w.intent, w.temps)
+	var own []string
+	for n, l := range w.nodeLinks {
+		own = append(own, n+" "+l)
+	}
+	sort.Strings(own)
+	views := ""
+	if len(own) > 0 {
+		views = "; nodes' own " + strings.Join(own, ", ")
+	}
+	return fmt.Sprintf("links %s, %s; config %s; daemons %s; drained %v, paused %v; intent %v; temp files %v%s",
+		w.lib, w.share, conf, strings.Join(daemons, ", "), w.drained, w.paused, w.intent, w.temps, views)
 }
 
 // tree describes every entry under the application's state and /etc directories: what a
 // backup holds and a restore writes.
 func (f *crashFixture) tree() map[string]string {
-	out := map[string]string{}
-	for _, dir := range []string{"var/lib/app", "etc/app"} {
-		_ = filepath.WalkDir(f.path(dir), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			rel, _ := filepath.Rel(f.root, p)
-			info, err := os.Lstat(p)
-			if err != nil {
-				return nil
-			}
-			switch {
-			case info.Mode()&fs.ModeSymlink != 0:
-				t, _ := os.Readlink(p)
-				out[rel] = "symlink -> " + strings.TrimPrefix(t, f.root)
-			case info.IsDir():
-				out[rel] = fmt.Sprintf("dir %v", info.Mode().Perm())
-			default:
-				data, _ := os.ReadFile(p)
-				sum := sha256.Sum256(data)
-				out[rel] = fmt.Sprintf("file %v %s", info.Mode().Perm(), hex.EncodeToString(sum[:6]))
-			}
-			return nil
-		})
+	return f.treeOf("var/lib/app", "etc/app")
+}
+
+// describeEntry describes the file, directory or symlink at p: its kind, its mode and a
+// digest of its content, or its target.
+func describeEntry(f *crashFixture, p string) string {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return "(" + err.Error() + ")"
 	}
-	return out
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		t, _ := os.Readlink(p)
+		return "symlink -> " + strings.TrimPrefix(t, f.root)
+	case info.IsDir():
+		return fmt.Sprintf("dir %v", info.Mode().Perm())
+	default:
+		data, _ := os.ReadFile(p)
+		sum := sha256.Sum256(data)
+		return fmt.Sprintf("file %v %s", info.Mode().Perm(), hex.EncodeToString(sum[:6]))
+	}
 }
 
 // withoutTemps splits a tree into its entries and its hidden (temporary) files.

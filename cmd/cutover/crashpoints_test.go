@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashMainEnv) == "1" {
 		main()
 	}
+	if code, ok := runInOwnMounts(); ok {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 
@@ -52,15 +55,24 @@ type crashScenario struct {
 	sourceOnly bool
 	// pre, when set, first kills an upgrade from -> to "before-ponr" (its master's daemons
 	// just stopped) or "after-ponr" (its config just migrated); the scenario's command then
-	// continues or undoes that run.
+	// continues or undoes that run. "resume-after-ponr" also kills the first --resume of the
+	// run killed "after-ponr" (when it first starts the daemons): the scenario's --resume
+	// continues the run a second time.
 	pre string
 	// kind says what the command is and how to recover: "run" (upgrade, downgrade, undo and
-	// resume, recovered by --resume), "abort" (recovered by --abort), "restore", "sync".
+	// resume, recovered by --resume), "abort" (recovered by --abort), "restore", "sync",
+	// "stage", "prune" (each recovered by running it again).
 	kind string
 	args []string
 	// powerCut runs the scenario in the power-cut mode (powercut_test.go): the fixture is on
 	// a file system of its own whose power each crash point cuts.
 	powerCut bool
+	// nodeCut, with powerCut, cuts the power of that node's own file system (fixtureOpts's
+	// nodeDisks) instead of the master's.
+	nodeCut string
+	// behind names a node the run leaves at its source within its failure budget while the
+	// others reach the target.
+	behind string
 }
 
 // crashProblem is one part of the invariant that a crash point broke. class names the kind
@@ -83,6 +95,7 @@ type crashReference struct {
 	sourceConfig []byte
 	targetConfig []byte
 	preAt        int      // the point the setup kills the first upgrade at
+	resumeAt     int      // with pre "resume-after-ponr", the point the setup kills its first resume at
 	points       []string // the scenario command's crash log
 }
 
@@ -118,9 +131,44 @@ func crashScenarios() []crashScenario {
 		crashScenario{name: "rolling-downgrade", fix: rollingDown, from: "1.1.0", to: "1.0.0", kind: "run", args: []string{"upgrade", "--to=1.0.0", "--yes"}},
 		crashScenario{name: "rolling-undo", fix: rollingUndo, from: "1.0.0", to: "1.1.0", sourceOnly: true, kind: "run", args: []string{"upgrade", "--to=1.1.0", "--yes"}},
 	)
+	// redist_conf rewrites a file the daemons read as they start: the restart after it must
+	// happen whatever execution of the run ran it.
+	out = append(out, crashScenario{name: "redist", fix: fixtureOpts{live: "1.0.0", redist: true}, from: "1.0.0", to: "1.1.0", kind: "run", args: []string{"upgrade", "--to=1.1.0", "--yes"}})
+	out = append(out, crashScenario{name: "resume-of-resume", fix: fixtureOpts{live: "1.0.0"}, from: "1.0.0", to: "1.1.0", pre: "resume-after-ponr", kind: "run", args: []string{"upgrade", "--resume"}})
+	out = append(out, crashScenario{name: "prune", fix: fixtureOpts{live: "1.1.0", extraVersion: pruneVersion}, from: "1.1.0", to: "1.1.0", kind: "prune", args: []string{"prune", "--yes"}})
 	out = append(out, crashScenario{name: "backup-restore", fix: fixtureOpts{live: "1.0.0"}, from: "1.1.0", to: "1.0.0", kind: "restore", args: []string{"backup", "restore", "ID"}})
 	out = append(out, crashScenario{name: "stage", fix: fixtureOpts{live: "1.0.0"}, from: "1.0.0", to: "1.2.0", kind: "stage", args: []string{"stage", "--version=1.2.0", "SOURCE"}})
 	return out
+}
+
+// sshScenario is a scenario whose nodes besides the master are real sshd servers on this
+// host, started for it.
+type sshScenario struct {
+	name    string
+	servers int
+	// views gives every node links of its own (crashnodes_test.go); nodeDisks, which runs in
+	// the power-cut mode only, puts them and the node's trees on a file system of its own
+	// whose power the scenario's points cut.
+	views, nodeDisks bool
+	// scenario describes the scenario on a fixture with the servers (and views and disks).
+	scenario func(fix fixtureOpts) crashScenario
+}
+
+// sshScenarios are the scenarios on sshd nodes.
+var sshScenarios = []sshScenario{
+	// The node shares the master's file system: its links and config are the master's, so
+	// only its daemons tell a sync's source from its target.
+	{name: "sync", servers: 1, scenario: func(fix fixtureOpts) crashScenario {
+		fix.live = "1.0.0"
+		return crashScenario{fix: fix, from: "1.0.0", to: "1.0.0", kind: "sync", args: []string{"sync", "--yes", "node2"}}
+	}},
+	// The power cut of a node: node2's links and trees are on a file system of its own,
+	// behind the master's version; the sync switches it, and each point cuts the power of
+	// node2's file system (and kills cutover).
+	{name: "node-sync", servers: 1, views: true, nodeDisks: true, scenario: func(fix fixtureOpts) crashScenario {
+		fix.live, fix.nodeLive = "1.1.0", map[string]string{"node2": "1.0.0"}
+		return crashScenario{fix: fix, from: "1.0.0", to: "1.1.0", kind: "sync", args: []string{"sync", "--yes", "node2"}, nodeCut: "node2"}
+	}},
 }
 
 // crashResults collects every scenario's points for the summary.
@@ -132,14 +180,15 @@ type crashResults struct {
 }
 
 // TestCrashPoints kills cutover at every crash point of an upgrade, a downgrade, two undos, an
-// abort, two resumes, a backup restore, a sync and a stage, and checks the crash model's invariant
-// after the recovery (see the comment at the top of this file). Every point runs on its own
-// fixture. Each scenario is a parallel subtest, but its work starts as soon as the subtest is
-// selected, not when -parallel lets it run: the points of every scenario share one pool of
-// crashSlots processes, so the test takes as long as its points need, not as long as
-// GOMAXPROCS scenarios at a time would. Every scenario runs again in the power-cut mode
+// abort, two resumes, a resume of a killed resume, a backup restore, a sync, a stage and a
+// prune, and checks the crash model's invariant after the recovery (see the comment at the top
+// of this file). Every point runs on its own fixture. Each scenario is a parallel subtest, but
+// its work starts as soon as the subtest is selected, not when -parallel lets it run: the
+// points of every scenario share one pool of crashSlots processes, so the test takes as long
+// as its points need, not as long as GOMAXPROCS scenarios at a time would. Every scenario runs again in the power-cut mode
 // (powercut/..., see powercut_test.go), at a spread of its points or, with CUTOVER_CRASH_ALL=1,
-// at all of them.
+// at all of them; and powercut/node-sync cuts the power of a node's own file system instead of
+// the master's, at every point of a sync that switches that node.
 func TestCrashPoints(t *testing.T) {
 	var err error
 	if crashBinary, err = os.Executable(); err != nil {
@@ -155,6 +204,13 @@ func TestCrashPoints(t *testing.T) {
 				prefix = "powercut/"
 			}
 			for _, sc := range crashScenarios() {
+				if powerCut && sc.fix.flagsSet && os.Getenv(crashAllEnv) != "1" {
+					// What the power cut tests is what is on the disk, and the queue's and
+					// the reconciler's flags are not on it (run/ lives beside it): the
+					// flags-set runs do the same file operations as the flags-clear ones.
+					// make crash-all runs them too.
+					continue
+				}
 				sc.name, sc.powerCut = prefix+sc.name, powerCut
 				t.Run(sc.name, func(t *testing.T) {
 					if powerCut {
@@ -165,20 +221,33 @@ func TestCrashPoints(t *testing.T) {
 					sc.finish(t, <-done, res)
 				})
 			}
-			t.Run(prefix+"sync", func(t *testing.T) {
-				// The node is a real sshd on this host, so the sync works over SSH and SFTP. It
-				// shares the master's file system: its links and config are the master's, so
-				// only its daemons tell a sync's source from its target (the container cluster
-				// tests a node that is really behind).
-				if powerCut {
-					requirePowerCut(t)
+			for _, ss := range sshScenarios {
+				if ss.nodeDisks && !powerCut {
+					continue // a node's disk is there to have its power cut
 				}
-				c := sshdtest.Start(t, 1)
-				sc := crashScenario{name: prefix + "sync", fix: fixtureOpts{live: "1.0.0", ssh: c, sshDir: c.UserDir(t)}, from: "1.0.0", to: "1.0.0", kind: "sync", args: []string{"sync", "node2"}, powerCut: powerCut}
-				done := sc.start(t.TempDir(), slots, newPowerDisks(t))
-				t.Parallel()
-				sc.finish(t, <-done, res)
-			})
+				t.Run(prefix+ss.name, func(t *testing.T) {
+					if powerCut {
+						requirePowerCut(t)
+					}
+					if ss.views {
+						requireNodeViews(t)
+					}
+					c := sshdtest.Start(t, ss.servers)
+					fix := fixtureOpts{ssh: c, sshDir: c.UserDir(t)}
+					if ss.views {
+						fix.views = startNodeViews(t, c)
+					}
+					disks := newPowerDisks(t)
+					if ss.nodeDisks {
+						fix.nodeDisks = disks
+					}
+					sc := ss.scenario(fix)
+					sc.name, sc.powerCut = prefix+ss.name, powerCut
+					done := sc.start(t.TempDir(), slots, disks)
+					t.Parallel()
+					sc.finish(t, <-done, res)
+				})
+			}
 		}
 	})
 	res.summarize(t, time.Since(start))
@@ -216,8 +285,10 @@ func (sc crashScenario) start(base string, slots chan struct{}, disks *powerDisk
 			return
 		}
 		var which []int
-		if sc.powerCut {
+		if sc.powerCut && sc.nodeCut == "" {
 			which = powerCutPoints(ref.points)
+		} else if !sc.powerCut && sc.fix.flagsSet && os.Getenv(crashAllEnv) != "1" {
+			which = flagsSpread(ref.points)
 		} else {
 			for n := 1; n <= ref.count; n++ {
 				which = append(which, n)
@@ -261,11 +332,12 @@ func (sc crashScenario) finish(t *testing.T, out crashOutcome, res *crashResults
 func (sc crashScenario) reference(base string) (crashReference, error) {
 	var ref crashReference
 	clean := sc.fix
-	clean.failStop, clean.execMigrate, clean.failVerify = false, false, false
+	clean.failStop, clean.execMigrate, clean.failVerify, clean.failVerifyNode = false, false, false, ""
 	f, err := newCrashFixture(base, clean)
 	if err != nil {
 		return ref, err
 	}
+	defer func() { _ = f.release() }()
 	ref.sourceConfig, _ = os.ReadFile(f.path("var/lib/app/config.json"))
 	// A clean run from -> to gives the target's config bytes and the points to kill a
 	// first run at.
@@ -284,10 +356,7 @@ func (sc crashScenario) reference(base string) (crashReference, error) {
 		}
 		ref.targetConfig, _ = os.ReadFile(f.path("var/lib/app/config.json"))
 		switch sc.pre {
-		case "before-ponr":
-			// Right after the master's daemons stopped: drained, paused, stopped.
-			ref.preAt = run.findPoint("command finished: daemons_stop", true)
-		case "after-ponr":
+		case "after-ponr", "resume-after-ponr":
 			// The config is migrated: right after the point of no return, before the
 			// daemons start. (A point inside a command kills a moment later; near the end of
 			// a fast run it may not land at all, so the setup kills at a finished one.)
@@ -295,9 +364,17 @@ func (sc crashScenario) reference(base string) (crashReference, error) {
 			if ref.preAt == 0 {
 				ref.preAt = run.findPoint("command finished: ensure_dirs", false)
 			}
+		case "before-ponr":
+			// Right after the master's daemons stopped: drained, paused, stopped.
+			ref.preAt = run.findPoint("command finished: daemons_stop", true)
 		}
 		if sc.pre != "" && ref.preAt == 0 {
 			return ref, fmt.Errorf("no crash point of a clean upgrade is %s:\n%s", sc.pre, strings.Join(run.points, "\n"))
+		}
+		if sc.pre == "resume-after-ponr" {
+			if ref.resumeAt, err = sc.firstResumePoint(base, ref); err != nil {
+				return ref, err
+			}
 		}
 		if sc.kind == "restore" {
 			ids, _ := filepath.Glob(f.path("state/backups/app-" + sc.to + "-to-" + sc.from + "-*.tar.gz"))
@@ -312,6 +389,7 @@ func (sc crashScenario) reference(base string) (crashReference, error) {
 	if err != nil {
 		return ref, err
 	}
+	defer func() { _ = f.release() }()
 	args, err := sc.setup(f, ref)
 	if err != nil {
 		return ref, err
@@ -319,8 +397,11 @@ func (sc crashScenario) reference(base string) (crashReference, error) {
 	run := f.cutover(0, args...)
 	ref.count, ref.points = len(run.points), run.points
 	want := 0
-	if sc.kind == "run" && sc.sourceOnly {
+	switch {
+	case sc.kind == "run" && sc.sourceOnly:
 		want = 1
+	case sc.behind != "":
+		want = exitPastPONR
 	}
 	if run.code != want {
 		return ref, fmt.Errorf("uninterrupted, the scenario's command does not exit %d:\n%v", want, run)
@@ -341,6 +422,18 @@ func (sc crashScenario) setup(f *crashFixture, ref crashReference) ([]string, er
 		}
 		if !f.world().intent {
 			return nil, fmt.Errorf("setup: the upgrade killed at point %d left no intent", ref.preAt)
+		}
+		if sc.pre == "resume-after-ponr" {
+			run := f.cutover(ref.resumeAt, "upgrade", "--resume")
+			if !run.killed {
+				return nil, fmt.Errorf("setup: the first resume was to die at point %d but did not:\n%v", ref.resumeAt, run)
+			}
+			if left := f.waitCommands(crashSettle); len(left) > 0 {
+				return nil, fmt.Errorf("setup: commands of the killed first resume still run: %v", left)
+			}
+			if !f.world().intent {
+				return nil, fmt.Errorf("setup: the resume killed at point %d left no intent", ref.resumeAt)
+			}
 		}
 	case sc.kind == "stage":
 		src, err := f.stageSource(sc.to)
@@ -381,7 +474,7 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 		fix.stopSleep = crashSlowStopSleep
 	}
 	var disk *powerDisk
-	if sc.powerCut {
+	if sc.powerCut && sc.nodeCut == "" {
 		diskBase := base
 		if fix.ssh != nil {
 			diskBase = fix.sshDir
@@ -404,12 +497,19 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 		return p
 	}
 	defer func() {
+		if err := f.release(); err != nil {
+			fail("test setup failed", "releasing the nodes' views and disks: %v", err)
+		}
 		if len(p.problems) == 0 && disk == nil {
 			os.RemoveAll(f.root)
 		}
 	}()
+	if sc.nodeCut != "" {
+		disk = f.nodeDisks[sc.nodeCut]
+	}
 	before := f.world()
 	preTree := f.tree()
+	prePrune := f.versionTrees()
 	args, err := sc.setup(f, ref)
 	if err != nil {
 		fail("test setup failed", "%v", f.norm(err.Error()))
@@ -424,6 +524,7 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 		}
 		f.powerCut = disk.root
 	}
+	nodeBefore := f.world()
 
 	p.subject = f.cutover(n, args...)
 	p.desc = p.subject.point(n)
@@ -454,7 +555,18 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 	}
 	if cut {
 		// The boot after the power cut: the file system is mounted again, its log replayed.
-		if err := disk.restart(); err != nil {
+		restart := func() error {
+			// The nodes' views hold the file system their directories are on: they are
+			// let go first, and attached again on the new one.
+			if err := f.detachViews(); err != nil {
+				return err
+			}
+			return errors.Join(disk.restart(), f.attachViews())
+		}
+		if sc.nodeCut != "" {
+			restart = func() error { return f.restartNodeDisk(sc.nodeCut) }
+		}
+		if err := restart(); err != nil {
 			fail("test setup failed", "power cut: %v", err)
 			return p
 		}
@@ -467,6 +579,7 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 			fail("power cut: the journal is unreadable after the power came back", "%v", afterErr)
 		}
 		sc.checkDurable(f, &p, ref, afterKill, afterRuns, restoreArchive(preTree, beforeTree))
+		sc.checkNodesDurable(&p, nodeBefore, afterKill, afterRuns)
 	}
 	configs := map[string][]byte{"source's": ref.sourceConfig, "target's": ref.targetConfig}
 	if sc.kind == "restore" {
@@ -480,6 +593,8 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 		kind = "sync"
 	case "stage":
 		kind = "stage"
+	case "prune":
+		kind = "prune"
 	}
 	p.afterKill = afterKill.summary(configs) + "; journal: " + journalLine(afterRuns, kind)
 
@@ -492,6 +607,8 @@ func (sc crashScenario) point(base string, ref crashReference, n int, disks *pow
 		sc.recoverSync(f, &p, before)
 	case "stage":
 		sc.recoverStage(f, &p, before)
+	case "prune":
+		sc.recoverPrune(f, &p, before, prePrune)
 	}
 
 	if left := f.waitCommands(crashSettle); len(left) > 0 {
@@ -549,6 +666,11 @@ func (sc crashScenario) recoverRun(f *crashFixture, p *crashPoint, ref crashRefe
 		if cron.code != 0 || strings.TrimSpace(cron.stdout) != "" {
 			fail("upgrade --resume after a finished abort is not a silent no-op", "exit %d, stdout %q", cron.code, cron.stdout)
 		}
+	} else if sc.behind != "" {
+		// A run that leaves a node behind ends done and exits 3 naming it: once is enough.
+		last = f.cutover(0, "upgrade", "--resume")
+		p.recovery = append(p.recovery, last)
+		nothing = !afterKill.intent
 	} else {
 		last = p.recover(f, "upgrade", "--resume")
 		nothing = !afterKill.intent
@@ -566,17 +688,39 @@ func (sc crashScenario) recoverRun(f *crashFixture, p *crashPoint, ref crashRefe
 	if at == sc.to && sc.sourceOnly {
 		fail("end: links at the target, but this run must end at its source", "links at %s", at)
 	}
+	if sc.behind != "" && !nothing && at != sc.to {
+		fail("end: a run whose failures were within its budget did not end at the target", "links at %q", at)
+	}
 	wantConfig := map[string][]byte{sc.from: ref.sourceConfig, sc.to: ref.targetConfig}[at]
 	configOK := at != "" && string(end.config) == string(wantConfig)
 	if at != "" && !configOK {
 		fail(fmt.Sprintf("config: links at the %s but config.json is not the %s's bytes", side, side),
 			"config.json is %s", strings.TrimPrefix(end.summary(map[string][]byte{"the source's": ref.sourceConfig, "the target's": ref.targetConfig}), "links "+end.lib+", "+end.share+"; config "))
 	}
+	// A node the run leaves behind stays at the source when the others reach the target.
+	wantOf := func(n string) string {
+		if n == sc.behind && at == sc.to {
+			return sc.from
+		}
+		return at
+	}
 	daemonsOK := at != ""
 	for _, n := range f.nodes {
-		if got, want := end.daemons[n], "running "+at; at != "" && got != want {
+		if got, want := end.daemons[n], "running "+wantOf(n); at != "" && got != want {
 			daemonsOK = false
 			fail(fmt.Sprintf("daemons: %q with the links at the %s", strings.Fields(got + " ?")[0], side), "%s: daemons %q, want %q", n, got, want)
+		}
+		if sc.fix.redist {
+			read, _ := os.ReadFile(f.path("run/read." + n))
+			now, _ := os.ReadFile(f.path("var/lib/app/ssconf_version"))
+			if string(read) != string(now) {
+				daemonsOK = false
+				fail("redist: the daemons run with what redist_conf replaced: no restart after it", "%s: the daemons read %q, the file holds %q", n, read, now)
+			}
+		}
+		if own, ok := end.nodeAt[n]; ok && at != "" && own != wantOf(n) {
+			daemonsOK = false
+			fail(fmt.Sprintf("links: a node's own links are not where the run left it, with the master's at the %s", side), "%s: %s, want %s", n, end.nodeLinks[n], wantOf(n))
 		}
 	}
 	// Exactly at one end: what the exit code must say.
@@ -629,10 +773,15 @@ func (sc crashScenario) recoverRun(f *crashFixture, p *crashPoint, ref crashRefe
 	// The exit code tells the truth (DESIGN §2): 0 done, 1 as before, 3 neither.
 	if sc.kind == "run" && !nothing {
 		want := exitPastPONR
-		switch exact {
-		case "target":
+		switch {
+		case exact == "target" && sc.behind != "":
+			// Done, with a node left behind: 3, naming it.
+			if !strings.Contains(last.stdout+last.stderr, sc.behind) {
+				fail("output: the node left behind is not named", "%s", last)
+			}
+		case exact == "target":
 			want = exitOK
-		case "source":
+		case exact == "source":
 			want = exitFailed
 		}
 		where := "exactly at the " + exact
@@ -656,16 +805,9 @@ func (sc crashScenario) recoverRestore(f *crashFixture, p *crashPoint, before cr
 		p.problems = append(p.problems, crashProblem{class, fmt.Sprintf(format, args...)})
 	}
 	archive := restoreArchive(preTree, beforeTree)
-	cron := f.cutover(0, "upgrade", "--resume")
-	p.recovery = append(p.recovery, cron)
-	if cron.code != 0 || strings.TrimSpace(cron.stdout) != "" {
-		fail("upgrade --resume after a killed restore is not a silent no-op", "exit %d, stdout %q", cron.code, cron.stdout)
-	}
-	// A restore has no intent: a killed one may leave temporary files and part of the
-	// archive in place, and its recovery is the operator's running it again (the next run's
-	// warning says so). What it left must never be mistaken for either state: the rerun below
-	// must end exactly at the archive, with nothing left over.
-	_ = beforeTree
+	// A restore killed after its intent is pending: cron's resume finishes it (exit 0). One
+	// killed before its intent changed nothing but the journal, and the resume has nothing to
+	// do: the operator runs it again (the next run's warning says so).
 	check := func(when string) {
 		w := f.world()
 		for _, n := range f.nodes {
@@ -673,15 +815,29 @@ func (sc crashScenario) recoverRestore(f *crashFixture, p *crashPoint, before cr
 				fail("restore: the daemons were started", "%s, %s: daemons %q", when, n, w.daemons[n])
 			}
 		}
-		if w.drained != before.drained || w.paused != before.paused || w.intent {
-			fail("restore: flags or intent changed", "%s: %s", when, w.summary(nil))
+		if w.drained != before.drained || w.paused != before.paused {
+			fail("restore: flags changed", "%s: %s", when, w.summary(nil))
 		}
 	}
 	check("after the kill")
-	again := f.cutover(0, p.subject.args...)
-	p.recovery = append(p.recovery, again)
-	if again.code != 0 {
-		fail(fmt.Sprintf("restore: running it again exited %d", again.code), "%v", again)
+	pending := f.world().intent
+	cron := f.cutover(0, "upgrade", "--resume")
+	p.recovery = append(p.recovery, cron)
+	switch {
+	case cron.code != 0:
+		fail(fmt.Sprintf("restore: upgrade --resume after the kill exited %d", cron.code), "%v", cron)
+	case !pending && strings.TrimSpace(cron.stdout) != "":
+		fail("upgrade --resume after a restore killed before its intent is not a silent no-op", "stdout %q", cron.stdout)
+	}
+	if f.world().intent {
+		fail("restore: the intent is still there after the resume", "%v", cron)
+	}
+	if !pending {
+		again := f.cutover(0, p.subject.args...)
+		p.recovery = append(p.recovery, again)
+		if again.code != 0 {
+			fail(fmt.Sprintf("restore: running it again exited %d", again.code), "%v", again)
+		}
 	}
 	end, temps := withoutTemps(f.tree())
 	if d := treeDiff(end, archive); len(d) > 0 {
@@ -690,7 +846,7 @@ func (sc crashScenario) recoverRestore(f *crashFixture, p *crashPoint, before cr
 	if len(temps) > 0 {
 		fail("restore: run again, temporary files are still there", "%s", strings.Join(temps, "; "))
 	}
-	check("after the restore ran again")
+	check("after the recovery")
 	runs, err := f.journalRuns()
 	if err != nil {
 		fail("journal: unreadable", "%v", err)
@@ -701,7 +857,7 @@ func (sc crashScenario) recoverRestore(f *crashFixture, p *crashPoint, before cr
 		}
 	}
 	if r, ok := lastRun(runs, "restore"); !ok || r.Outcome != journal.Succeeded {
-		fail("journal: the restore run again is not done", "%s", journalLine(runs, "restore"))
+		fail("journal: the recovered restore is not done", "%s", journalLine(runs, "restore"))
 	}
 }
 
@@ -736,6 +892,11 @@ func (sc crashScenario) recoverSync(f *crashFixture, p *crashPoint, before crash
 	end := f.world()
 	if end.at() != sc.to || string(end.config) != string(before.config) {
 		fail("sync: links or config changed", "%s", end.summary(nil))
+	}
+	for n, v := range end.nodeAt {
+		if v != sc.to {
+			fail("sync: a node's own links are not at the live version after the sync ran again", "%s: %s", n, end.nodeLinks[n])
+		}
 	}
 	for _, n := range f.nodes {
 		if end.daemons[n] != "running "+sc.to {

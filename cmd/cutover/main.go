@@ -24,12 +24,13 @@ var version = "dev"
 
 // The exit codes of cutover, documented in --help and docs/.
 const (
-	exitOK        = 0 // done
-	exitFailed    = 1 // failed and rolled back, or a check refused: the cluster is as before
-	exitUsage     = 2 // usage or bad input: nothing touched
-	exitPastPONR  = 3 // failed past the point of no return: --resume or the operator
-	exitLocked    = 4 // another run holds the lock
-	exitNotMaster = 5 // not the master
+	exitOK         = 0 // done
+	exitFailed     = 1 // failed and rolled back, or a check refused: the cluster is as before
+	exitUsage      = 2 // usage or bad input: nothing touched
+	exitPastPONR   = 3 // failed past the point of no return: --resume or the operator
+	exitLocked     = 4 // another run holds the lock
+	exitNotMaster  = 5 // not the master
+	exitRolledBack = 6 // failed past the point of no return, then taken back to the source ([policy] on_failure = "rollback")
 )
 
 func main() {
@@ -59,6 +60,8 @@ func exitCode(err error) int {
 		return exitNotMaster
 	case journal.IsLocked(err):
 		return exitLocked
+	case upgrade.IsRolledBack(err):
+		return exitRolledBack
 	case upgrade.IsPastPONR(err):
 		return exitPastPONR
 	case errors.As(err, &ec):

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // localCluster is a one-node cluster in a temporary directory: the master alone, reached
@@ -26,33 +27,32 @@ type localCluster struct {
 // commands record what they are asked to do in root/calls.
 func newLocalCluster(t *testing.T, live string, versions ...string) *localCluster {
 	t.Helper()
-	root := t.TempDir()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cluster is the fake cluster of the stage machine's tests with this host as its one
+	// node, rooted: cutover reads the master's own files at the paths its config names.
+	w := upgradetest.New(t, upgradetest.Options{App: "app", Nodes: []string{host}, Versions: versions, Live: live, Rooted: true})
+	root := filepath.Join(w.Dir, host)
 	lc := &localCluster{t: t, root: root, cfg: filepath.Join(root, "cutover.toml")}
 	for _, v := range versions {
-		lc.mkdir("usr/lib/app/" + v + "/usr/sbin")
 		lc.mkdir("usr/share/app/" + v + "/cutover/migrations")
 		lc.write("usr/share/app/"+v+"/VERSION", v+"\n")
 	}
 	// 1.1 renames /name to /title; the newer trees ship the step.
 	for _, v := range versions {
 		if v >= "1.1" {
-			lc.write("usr/share/app/"+v+"/cutover/migrations/1.0-1.1.json",
+			w.Migration(t, v, "1.0-1.1.json",
 				`{"from":"1.0","to":"1.1","up":[{"op":"move","from":"/name","path":"/title"}],"down":[{"op":"move","from":"/title","path":"/name"}]}`)
 		}
 	}
-	lc.mkdir("etc/app")
-	lc.symlink("/usr/lib/app/"+live, "etc/app/lib")
-	lc.symlink("/usr/share/app/"+live, "etc/app/share")
-	lc.mkdir("var/lib/app")
 	field := "name"
 	if live >= "1.1" {
 		field = "title"
 	}
+	_ = os.Remove(lc.path("var/lib/app/config.json")) // the World's own: this one is 0644
 	lc.write("var/lib/app/config.json", fmt.Sprintf("{\n  %q: \"demo\",\n  \"version\": %q\n}\n", field, live))
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
 	calls := filepath.Join(root, "calls")
 	rec := func(what string) string { return fmt.Sprintf("echo %s >> %s", what, calls) }
 	lc.writeConfig(fmt.Sprintf(`app = "app"

@@ -42,7 +42,7 @@ type syncOutput interface {
 // stageOutput shows the staging of a version, then its end.
 type stageOutput interface {
 	upgrade.Reporter
-	stageDone(res *upgrade.StageResult, err error, dryRun bool)
+	stageDone(res *upgrade.StagingResult, err error, dryRun bool)
 }
 
 // pruneOutput shows a prune, then its end.

@@ -72,7 +72,10 @@ type upgradeDoneEvent struct {
 	Duration     time.Duration            `json:"duration_ns"`
 	Downtime     time.Duration            `json:"downtime_ns,omitempty"`
 	NodeDowntime map[string]time.Duration `json:"node_downtime_ns,omitempty"`
-	Error        string                   `json:"error,omitempty"`
+	// RollbackRun is the run that took the cluster back after this one failed past its
+	// point of no return ([policy] on_failure = "rollback").
+	RollbackRun uint64 `json:"rollback_run,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
@@ -82,6 +85,9 @@ func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 		e.Downtime = res.Downtime.Cluster
 		if len(res.Downtime.Nodes) > 0 {
 			e.NodeDowntime = res.Downtime.Nodes
+		}
+		if res.Rollback != nil {
+			e.RollbackRun = res.Rollback.Run
 		}
 	}
 	_ = o.event(e)
@@ -149,7 +155,7 @@ type stageDoneEvent struct {
 	Error     string        `json:"error,omitempty"`
 }
 
-func (o *jsonOutput) stageDone(res *upgrade.StageResult, err error, dryRun bool) {
+func (o *jsonOutput) stageDone(res *upgrade.StagingResult, err error, dryRun bool) {
 	e := stageDoneEvent{doneHead: o.head(err), DryRun: dryRun, Error: errorText(err)}
 	if res != nil {
 		e.Run, e.Version, e.Nodes, e.Already, e.TreeBytes, e.Sent, e.Log, e.Duration = res.Run, res.Version, res.Nodes, res.Already, res.TreeBytes, res.Sent, res.Log, res.Duration
@@ -191,6 +197,7 @@ type planDoc struct {
 	Nodes      []string       `json:"nodes"`
 	Offline    []string       `json:"offline"`
 	Checks     []planCheckDoc `json:"checks"`
+	Migrations []planStepDoc  `json:"migrations"`
 	Stages     []planStageDoc `json:"stages"`
 	Nothing    bool           `json:"nothing"`
 	Proceed    bool           `json:"proceed"`
@@ -203,6 +210,15 @@ type planCheckDoc struct {
 	OK      bool   `json:"ok"`
 	Warning bool   `json:"warning"`
 	Message string `json:"message"`
+}
+
+// planStepDoc is one minor hop of the config's migration; File is "" when no file describes
+// it (the config does not change there).
+type planStepDoc struct {
+	From string   `json:"from"`
+	To   string   `json:"to"`
+	File string   `json:"file"`
+	Ops  []string `json:"ops"`
 }
 
 type planStageDoc struct {
@@ -219,11 +235,14 @@ func (o *jsonOutput) plan(p *upgrade.PlanReport) error {
 		APIVersion: docAPIVersion, Kind: "Plan",
 		App: p.App, From: p.From, To: p.To, Direction: string(p.Direction), Master: p.Master,
 		Nodes: docStrings(p.Nodes), Offline: docStrings(p.Offline),
-		Checks: []planCheckDoc{}, Stages: []planStageDoc{},
+		Checks: []planCheckDoc{}, Migrations: []planStepDoc{}, Stages: []planStageDoc{},
 		Nothing: p.Nothing, Proceed: p.Proceed, Refusals: docStrings(p.Refusals),
 	}
 	for _, c := range p.Checks {
 		d.Checks = append(d.Checks, planCheckDoc{Name: c.Name, Node: c.Node, OK: c.OK, Warning: c.Warning, Message: c.Message})
+	}
+	for _, m := range p.Migrations {
+		d.Migrations = append(d.Migrations, planStepDoc{From: m.From, To: m.To, File: m.File, Ops: docStrings(m.Ops)})
 	}
 	for _, s := range p.Stages {
 		d.Stages = append(d.Stages, planStageDoc{Index: s.Index, Name: s.Name, Where: s.Where, Nodes: docStrings(s.Nodes), Skipped: s.Skipped, PONR: s.PONR})
@@ -273,6 +292,7 @@ type statusVerifyDoc struct {
 
 type statusPendingDoc struct {
 	Run       uint64 `json:"run"`
+	Kind      string `json:"kind,omitempty"`
 	From      string `json:"from"`
 	To        string `json:"to"`
 	Direction string `json:"direction"`
@@ -342,6 +362,9 @@ type statusBehindDoc struct {
 type statusResumeDoc struct {
 	Unit string   `json:"unit"` // the enabled systemd unit, "" when none
 	Cron []string `json:"cron"` // crontab files with the @reboot line
+	// Problems say what keeps the unit or the @reboot line from running at boot; empty when
+	// it would run.
+	Problems []string `json:"problems"`
 }
 
 func (o *jsonOutput) status(st *upgrade.StatusReport) error {
@@ -349,7 +372,7 @@ func (o *jsonOutput) status(st *upgrade.StatusReport) error {
 		APIVersion: docAPIVersion, Kind: "Status",
 		App: st.App, Master: st.Master, Version: st.Version, VersionError: st.VersionError,
 		Nodes: []statusNodeDoc{}, Behind: []statusBehindDoc{}, Problems: docStrings(st.Problems),
-		BootResume: statusResumeDoc{Cron: docStrings(st.Resume.Cron)},
+		BootResume: statusResumeDoc{Cron: docStrings(st.Resume.Cron), Problems: docStrings(st.ResumeProblems)},
 	}
 	if st.Resume.Unit {
 		d.BootResume.Unit = upgrade.ResumeUnit
@@ -366,7 +389,7 @@ func (o *jsonOutput) status(st *upgrade.StatusReport) error {
 	}
 	if p := st.Pending; p != nil {
 		d.Pending = &statusPendingDoc{
-			Run: p.Run, From: p.From, To: p.To, Direction: p.Direction, Created: docTime(p.Created), Host: p.Host, PID: p.PID,
+			Run: p.Run, Kind: p.Kind, From: p.From, To: p.To, Direction: p.Direction, Created: docTime(p.Created), Host: p.Host, PID: p.PID,
 			Outcome: p.Outcome, Stage: p.Stage, State: p.State, At: docTime(p.At), PastPONR: p.PastPONR, Error: p.Error,
 			Rebooted: p.Rebooted, Batches: batchDocs(p.Batches),
 		}

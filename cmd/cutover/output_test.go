@@ -99,7 +99,7 @@ func outputCases() []outputCase {
 	failErr := fmt.Errorf("stop-nodes: %w", errors.New("node3: demoapp daemon stop: exit status 7"))
 	sync := &upgrade.SyncResult{Run: 9, App: "demoapp", To: "1.1.0", Nodes: []upgrade.SyncNode{{Name: "node4", From: "1.0.0", Offline: true}},
 		Log: "/var/lib/cutover/log/run-9.log", Duration: 2 * time.Second}
-	staged := &upgrade.StageResult{Run: 10, App: "demoapp", Version: "1.2.0", Nodes: []string{"node1", "node2", "node3"}, Already: []string{"node1"},
+	staged := &upgrade.StagingResult{Run: 10, App: "demoapp", Version: "1.2.0", Nodes: []string{"node1", "node2", "node3"}, Already: []string{"node1"},
 		TreeBytes: 12_500_000, Sent: 25_000_000, Log: "/var/lib/cutover/log/run-10.log", Duration: 3 * time.Second}
 	pruned := &upgrade.PruneResult{Run: 11, App: "demoapp", Remove: map[string][]string{"node2": {"0.9.0"}, "node1": {"0.8.0", "0.9.0"}},
 		Log: "/var/lib/cutover/log/run-11.log", Duration: time.Second}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ func (o *textOutput) Report(e upgrade.Event) {
 		o.nodeLines(e)
 	case "batch":
 		o.batchLine(e)
-	case "run":
+	case "run", "rollback":
 		fmt.Fprintln(o.w, e.Message)
 	case "wait":
 		fmt.Fprintf(o.w, "        %s\n", e.Message)
@@ -104,6 +105,9 @@ func (o *textOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 		if len(res.Offline) > 0 {
 			fmt.Fprintf(o.w, "offline nodes still at %s: %s; run 'cutover sync' for them when they are back\n", res.From, strings.Join(res.Offline, ", "))
 		}
+	case upgrade.IsRolledBack(err) && res.Rollback != nil:
+		fmt.Fprintf(o.w, "rolled back: %s %s on %s by run %d in %s; logs: %s, %s\n", res.App, res.From,
+			count(res.Rollback.Nodes, "node"), res.Rollback.Run, seconds(res.Rollback.Duration), res.Log, res.Rollback.Log)
 	default:
 		o.failed(err, res.Log)
 	}
@@ -158,7 +162,7 @@ func (o *textOutput) syncDone(res *upgrade.SyncResult, err error, dryRun bool) {
 }
 
 // stageDone prints the end of a stage run.
-func (o *textOutput) stageDone(res *upgrade.StageResult, err error, dryRun bool) {
+func (o *textOutput) stageDone(res *upgrade.StagingResult, err error, dryRun bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
@@ -322,7 +326,11 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 	}
 
 	if p := st.Pending; p != nil {
-		fmt.Fprintf(w, "pending: run %d, %s %s -> %s", p.Run, textDash(p.Direction), p.From, p.To)
+		what := textDash(p.Direction)
+		if p.Kind != "" && p.Kind != string(upgrade.KindUpgrade) {
+			what = p.Kind
+		}
+		fmt.Fprintf(w, "pending: run %d, %s %s -> %s", p.Run, what, p.From, p.To)
 		if p.Stage != "" {
 			fmt.Fprintf(w, ", at %s (%s %s)", p.Stage, p.State, textTime(p.At))
 		}
@@ -381,17 +389,24 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 	for _, b := range st.Behind {
 		fmt.Fprintf(w, "behind: %s is at %s, the cluster at %s: run '%s'\n", b.Node, b.Version, st.Version, b.Command)
 	}
+	notRun := ""
+	if len(st.ResumeProblems) > 0 {
+		notRun = ", which would not run"
+	}
 	switch r := st.Resume; {
 	case r.Both():
-		fmt.Fprintf(w, "resume at boot: %s and @reboot in %s\n", upgrade.ResumeUnit, strings.Join(r.Cron, ", "))
+		fmt.Fprintf(w, "resume at boot: %s and @reboot in %s%s\n", upgrade.ResumeUnit, strings.Join(r.Cron, ", "), notRun)
 		fmt.Fprintf(w, "warning: both would resume an interrupted run at boot; keep one (the package enables %s where systemd runs)\n", upgrade.ResumeUnit)
 	case r.Unit:
-		fmt.Fprintf(w, "resume at boot: %s\n", upgrade.ResumeUnit)
+		fmt.Fprintf(w, "resume at boot: %s%s\n", upgrade.ResumeUnit, notRun)
 	case len(r.Cron) > 0:
-		fmt.Fprintf(w, "resume at boot: @reboot in %s\n", strings.Join(r.Cron, ", "))
+		fmt.Fprintf(w, "resume at boot: @reboot in %s%s\n", strings.Join(r.Cron, ", "), notRun)
 	default:
 		fmt.Fprintln(w, "resume at boot: none")
-		fmt.Fprintln(w, "warning: nothing resumes an interrupted run at boot: install cutover's package, or add the @reboot line of the guide to root's crontab")
+		fmt.Fprintln(w, "warning: nothing resumes an interrupted run at boot: install cutover's package, or put the @reboot line of the guide in /etc/cron.d/cutover")
+	}
+	for _, problem := range st.ResumeProblems {
+		fmt.Fprintf(w, "warning: %s\n", textOneLine(problem))
 	}
 	for _, problem := range st.Problems {
 		fmt.Fprintf(w, "warning: %s\n", textOneLine(problem))
@@ -422,6 +437,22 @@ func (o *textOutput) plan(p *upgrade.PlanReport) error {
 		rows = append(rows, []string{verdict, c.Name, textDash(c.Node), textOneLine(c.Message)})
 	}
 	writeTable(w, rows)
+
+	if len(p.Migrations) > 0 {
+		fmt.Fprintln(w, "\nconfig migrations")
+		rows = nil
+		for _, m := range p.Migrations {
+			file, ops := "no file", "no change between "+m.From+" and "+m.To
+			if m.File != "" {
+				file, ops = filepath.Base(m.File), "no ops"
+				if len(m.Ops) > 0 {
+					ops = strings.Join(m.Ops, "; ")
+				}
+			}
+			rows = append(rows, []string{m.From + " -> " + m.To, file, textOneLine(ops)})
+		}
+		writeTable(w, rows)
+	}
 
 	if len(p.Stages) > 0 {
 		fmt.Fprintln(w, "\nstages")

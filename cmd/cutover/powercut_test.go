@@ -93,6 +93,7 @@ func requirePowerCut(t *testing.T) {
 // it is mounted at.
 type powerDisk struct {
 	root, image, dev string
+	binds            []string // the directories of root that live beside the disk
 	mounted          []string // mount points, the disk's root first
 }
 
@@ -127,13 +128,20 @@ func newPowerDisks(t *testing.T) *powerDisks {
 	return d
 }
 
-// create makes, formats, attaches and mounts a new disk at a new directory under base.
+// create makes, formats, attaches and mounts a new disk at a new directory under base, with
+// powerBinds beside it.
 func (d *powerDisks) create(base string) (*powerDisk, error) {
 	root, err := os.MkdirTemp(base, "p")
 	if err != nil {
 		return nil, err
 	}
-	disk := &powerDisk{root: root, image: root + ".img"}
+	return d.createAt(root, powerBinds)
+}
+
+// createAt makes, formats, attaches and mounts a new disk at root, an empty directory, with
+// the directories binds of root beside it.
+func (d *powerDisks) createAt(root string, binds []string) (*powerDisk, error) {
+	disk := &powerDisk{root: root, image: root + ".img", binds: binds}
 	d.mu.Lock()
 	if d.images == "" {
 		var fs unix.Statfs_t
@@ -141,19 +149,27 @@ func (d *powerDisks) create(base string) (*powerDisk, error) {
 			d.images, _ = os.MkdirTemp("/dev/shm", "cutover-powercut-")
 		}
 	}
-	if d.images != "" {
-		disk.image = filepath.Join(d.images, filepath.Base(root)+".img")
-	}
+	images := d.images
 	d.disks[disk] = true
 	d.mu.Unlock()
 	fail := func(err error) (*powerDisk, error) {
 		return nil, errors.Join(err, d.release(disk))
 	}
-	img, err := os.OpenFile(disk.image, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	var img *os.File
+	var err error
+	if images != "" {
+		img, err = os.CreateTemp(images, filepath.Base(root)+"-*.img")
+		if img != nil {
+			disk.image = img.Name()
+		}
+	} else {
+		img, err = os.OpenFile(disk.image, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err == nil {
 		err = errors.Join(img.Truncate(powerDiskSize), img.Close())
 	}
 	if err != nil {
+		disk.image = ""
 		return fail(err)
 	}
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-b", "4096", "-E", "lazy_itable_init=1,lazy_journal_init=1", disk.image).CombinedOutput(); err != nil {
@@ -166,7 +182,7 @@ func (d *powerDisks) create(base string) (*powerDisk, error) {
 		return fail(fmt.Errorf("losetup %s: %v: %s", disk.image, err, out))
 	}
 	disk.dev = strings.TrimSpace(string(out))
-	for _, b := range powerBinds {
+	for _, b := range disk.binds {
 		if err := os.Mkdir(disk.root+"."+b, 0o755); err != nil {
 			return fail(err)
 		}
@@ -201,7 +217,7 @@ func (disk *powerDisk) mount() error {
 		return fmt.Errorf("mount %s at %s: %w", disk.dev, disk.root, err)
 	}
 	disk.mounted = append(disk.mounted, disk.root)
-	for _, b := range powerBinds {
+	for _, b := range disk.binds {
 		target := filepath.Join(disk.root, b)
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
@@ -303,8 +319,11 @@ func (disk *powerDisk) release() error {
 		disk.dev = ""
 	}
 	if len(errs) == 0 {
-		errs = append(errs, os.RemoveAll(disk.root), os.Remove(disk.image))
-		for _, b := range powerBinds {
+		errs = append(errs, os.RemoveAll(disk.root))
+		if disk.image != "" {
+			errs = append(errs, os.Remove(disk.image))
+		}
+		for _, b := range disk.binds {
 			errs = append(errs, os.RemoveAll(disk.root+"."+b))
 		}
 	}
@@ -346,6 +365,19 @@ func pointKind(desc string) (kind, stage string) {
 func powerCutSpread(points []string) []int {
 	var out []int
 	kinds := map[string]bool{}
+	eachPoint(points, func(n int, desc, kind, stage string) {
+		ends := stage != "" && (kind == "journal: done" || kind == "journal: undone" || kind == "journal: failed")
+		if ends || !kinds[kind] || n == len(points) {
+			out = append(out, n)
+		}
+		kinds[kind] = true
+	})
+	return out
+}
+
+// eachPoint calls fn with the number, description, kind and stage (pointKind) of every line
+// of a crash log.
+func eachPoint(points []string, fn func(n int, desc, kind, stage string)) {
 	for _, l := range points {
 		num, desc, _ := strings.Cut(l, " ")
 		n, err := strconv.Atoi(num)
@@ -353,12 +385,38 @@ func powerCutSpread(points []string) []int {
 			continue
 		}
 		kind, stage := pointKind(desc)
-		ends := stage != "" && (kind == "journal: done" || kind == "journal: undone" || kind == "journal: failed")
-		if ends || !kinds[kind] || n == len(points) {
-			out = append(out, n)
-		}
-		kinds[kind] = true
+		fn(n, desc, kind, stage)
 	}
+}
+
+// flagStages are the stages that read or change the queue's and the reconciler's flags.
+var flagStages = []string{"preflight", "drain", "pause-reconciler", "undrain", "finish"}
+
+// flagsSpread returns the points of a flags-set scenario's crash log that make test kills
+// cutover at: those of powerCutSpread, every point of a command on the queue or the
+// reconciler, every journal record of a stage that reads or changes the flags, and every
+// record of the run's way (travel, the point of no return, its end), which decides whether
+// a recovery puts them back. Elsewhere a flags-set run does what its flags-clear twin does,
+// which make test kills at every point; make crash-all kills both at every point.
+func flagsSpread(points []string) []int {
+	picked := map[int]bool{}
+	for _, n := range powerCutSpread(points) {
+		picked[n] = true
+	}
+	eachPoint(points, func(n int, desc, kind, stage string) {
+		switch {
+		case strings.Contains(desc, "command started: : queue_"), strings.Contains(desc, "command finished: : queue_"),
+			strings.Contains(desc, "command started: : reconciler_"), strings.Contains(desc, "command finished: : reconciler_"),
+			slices.Contains(flagStages, stage),
+			kind == "journal: travel", kind == "journal: past", kind == "journal: finish":
+			picked[n] = true
+		}
+	})
+	out := make([]int, 0, len(picked))
+	for n := range picked {
+		out = append(out, n)
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -387,7 +445,7 @@ func (sc crashScenario) checkDurable(f *crashFixture, p *crashPoint, ref crashRe
 	switch {
 	case sc.kind == "restore":
 		configs = map[string][]byte{sc.to: ref.sourceConfig, sc.from: ref.targetConfig}
-	case sc.from == sc.to: // a sync: the config is the live version's
+	case sc.kind == "sync" || sc.kind == "prune": // the config is the live version's
 		configs = map[string][]byte{sc.to: ref.sourceConfig}
 	}
 	// Whatever the journal says, a file cutover replaces is whole: one version's bytes.
@@ -443,6 +501,8 @@ func (sc crashScenario) checkDurable(f *crashFixture, p *crashPoint, ref crashRe
 			sc.checkRestored(f, fail, archive, run)
 		case "stage":
 			sc.checkStaged(f, fail, run)
+		case "prune":
+			sc.checkPruned(f, fail, run)
 		}
 	case journal.RolledBack, journal.Aborted:
 		// The run is recorded ended before its intent is removed: the intent may be there.
@@ -457,13 +517,18 @@ func (sc crashScenario) checkDurable(f *crashFixture, p *crashPoint, ref crashRe
 	for _, stage := range stagesOf(r) {
 		e, _ := r.LastEvent(stage)
 		why := fmt.Sprintf("the journal says %s %s", stage, e.State)
+		// A batch switches the master's links only when the master is one of its nodes.
+		master := !strings.HasPrefix(stage, "batch-") || len(e.Nodes) == 0 ||
+			slices.ContainsFunc(e.Nodes, func(n journal.NodeResult) bool { return n.Node == f.master })
 		switch {
 		case e.State == journal.Done && forward && (stage == "switch" || strings.HasPrefix(stage, "batch-")):
-			if kind == "upgrade" {
+			if kind == "upgrade" && master {
 				linksAt(r.To, why)
 			}
 		case e.State == journal.Undone && (stage == "switch" || strings.HasPrefix(stage, "batch-")):
-			linksAt(r.From, why)
+			if master {
+				linksAt(r.From, why)
+			}
 		case e.State == journal.Done && forward && (stage == "config-upgrade" || stage == "config-downgrade"):
 			configAt(r.To, why)
 		case e.State == journal.Done && stage == "intent" && !finished:
@@ -480,6 +545,8 @@ func (sc crashScenario) checkDurable(f *crashFixture, p *crashPoint, ref crashRe
 			sc.checkStaged(f, fail, why)
 		case e.State == journal.Done && stage == "redistribute":
 			configAt(r.To, why)
+		case e.State == journal.Done && stage == "remove" && kind == "prune":
+			sc.checkPruned(f, fail, why)
 		}
 	}
 }
@@ -579,5 +646,36 @@ func TestPowerCutSpread(t *testing.T) {
 		if kind, stage := pointKind(c.desc); kind != c.kind || stage != c.stage {
 			t.Errorf("pointKind(%q) = %q, %q, want %q, %q", c.desc, kind, stage, c.kind, c.stage)
 		}
+	}
+}
+
+// TestFlagsSpread checks which points of a flags-set scenario make test kills cutover at:
+// the spread, every command on the queue or the reconciler, every record of a stage that
+// reads or changes the flags, and every record of the run's way.
+func TestFlagsSpread(t *testing.T) {
+	points := []string{
+		"1 journal: create run 1",
+		"2 journal: preflight started",
+		"3 journal: preflight done",
+		"4 node1: command started: : queue_drain; touch $ROOT/run/drained",
+		"5 node1: command finished: : queue_drain; touch $ROOT/run/drained",
+		"6 journal: drain done",
+		"7 node1: command started: : daemons_stop; sleep 1",
+		"8 node1: command finished: : daemons_stop; sleep 1",
+		"9 node1: command started: : daemons_start; echo running",
+		"10 node1: command finished: : daemons_start; echo running",
+		"11 journal: stop-all done",
+		"12 journal: past the point of no return: true",
+		"13 node1: command started: : reconciler_continue; rm -f $ROOT/run/paused",
+		"14 node1: command finished: : reconciler_continue; rm -f $ROOT/run/paused",
+		"15 journal: undrain started",
+		"16 journal: undrain done",
+		"17 journal: travel rolling-back",
+		"18 journal: finish done",
+	}
+	got := flagsSpread(points)
+	want := []int{1, 2, 3, 4, 5, 6, 11, 12, 13, 14, 15, 16, 17, 18}
+	if !slices.Equal(got, want) {
+		t.Errorf("flagsSpread() = %v, want %v", got, want)
 	}
 }

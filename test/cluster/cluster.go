@@ -433,6 +433,7 @@ func (c *Cluster) WaitDaemon(ctx context.Context, node string) error {
 	ctx, cancel := withDefaultTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var last Result
+	var poll Poll
 	for {
 		res, err := c.Exec(ctx, node, demoappPath, "daemon", "status")
 		if err == nil && res.ExitCode == 0 {
@@ -441,7 +442,7 @@ func (c *Cluster) WaitDaemon(ctx context.Context, node string) error {
 		if err == nil {
 			last = res
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := poll.WaitContext(ctx); err != nil {
 			boot, _ := c.ReadFile(context.WithoutCancel(ctx), node, "/var/log/boot.log")
 			return fmt.Errorf("%s: wait for the demo daemon: %w (status: %s %s; boot.log: %s)",
 				node, err, strings.TrimSpace(last.Stdout), lastLine(last.Stderr), tail(string(boot), 5))
@@ -539,3 +540,26 @@ func (c *Cluster) installPackage(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Poll paces a loop that polls a node for a state that lasts once reached (a hold, a file, a
+// daemon that answers): 100 ms before the second try, then twice as long before each next
+// one, up to 2 s. Each try is a docker exec, which costs about a quarter of a second of CPU
+// (the Docker daemon, containerd and runc); a fixed short interval over a long wait kept a
+// core busy on a 2-core machine while the tests beside it starved. The zero Poll is ready.
+type Poll struct{ d time.Duration }
+
+// next returns the pause before the next try.
+func (p *Poll) next() time.Duration {
+	if p.d == 0 {
+		p.d = 100 * time.Millisecond
+	} else {
+		p.d = min(2*p.d, 2*time.Second)
+	}
+	return p.d
+}
+
+// Wait sleeps before the next try.
+func (p *Poll) Wait() { time.Sleep(p.next()) }
+
+// WaitContext sleeps before the next try, or returns ctx's error once it is done.
+func (p *Poll) WaitContext(ctx context.Context) error { return sleep(ctx, p.next()) }

@@ -40,15 +40,16 @@ func mustShell(t *testing.T, c *cluster.Cluster, node, script string) string {
 	return res.Stdout
 }
 
-// eventually retries cond every 200 ms until it holds or timeout passes.
+// eventually retries cond, paced by a Poll, until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	var poll cluster.Poll
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %s", what, timeout)
 		}
-		time.Sleep(200 * time.Millisecond)
+		poll.Wait()
 	}
 }
 

@@ -30,12 +30,13 @@ func (c *Cluster) WaitSSH(ctx context.Context, node string) error {
 	}
 	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
 	defer cancel()
+	var poll Poll
 	for {
 		last := c.probe(ctx, n)
 		if last == nil {
 			return nil
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := poll.WaitContext(ctx); err != nil {
 			return fmt.Errorf("%s: wait for sshd: %w (last try: %v)", node, err, last)
 		}
 	}

@@ -54,6 +54,7 @@ func (c *Cluster) writeKnownHosts(ctx context.Context) error {
 		ctx, cancel := withDefaultTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var last error
+		var poll Poll
 		for {
 			// The file may exist before ssh-keygen has written the key into it.
 			res, err := c.Exec(ctx, n.Name, "cat", hostKeyPub)
@@ -62,7 +63,7 @@ func (c *Cluster) writeKnownHosts(ctx context.Context) error {
 					return nil
 				}
 			}
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			if err := poll.WaitContext(ctx); err != nil {
 				if last != nil {
 					return last
 				}

@@ -38,6 +38,7 @@ func startHeld(t *testing.T, c *cluster.Cluster, stage string, args ...string) *
 		h.done <- res
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
+	var poll cluster.Poll
 	for sh(t, c, c.Master, fmt.Sprintf("test -e %s/reached/%s", holdDir, stage)).ExitCode != 0 {
 		select {
 		case res := <-h.done:
@@ -47,7 +48,7 @@ func startHeld(t *testing.T, c *cluster.Cluster, stage string, args ...string) *
 		if time.Now().After(deadline) {
 			t.Fatalf("cutover %v never reached %s", args, stage)
 		}
-		time.Sleep(100 * time.Millisecond)
+		poll.Wait()
 	}
 	return h
 }
@@ -323,7 +324,7 @@ func TestNodeFaults(t *testing.T) {
 	if err := c.Heal(ctx, "node3"); err != nil {
 		t.Fatal(err)
 	}
-	if res := cutover(t, c, "sync", "node3"); res.ExitCode != 0 {
+	if res := cutover(t, c, "sync", "--yes", "node3"); res.ExitCode != 0 {
 		t.Fatalf("sync node3 after healing: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	checkAt(t, c, "1.0.0", online(c)...)

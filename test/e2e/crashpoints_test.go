@@ -164,7 +164,7 @@ func crashSyncSample(t *testing.T, c *cluster.Cluster) {
 	}
 
 	behind(other)
-	clean := sh(t, c, c.Master, fmt.Sprintf("rm -f %[1]s; %[2]s=%[1]s /usr/sbin/cutover sync %[3]s", crashLog, upgrade.CrashLogEnv, node))
+	clean := sh(t, c, c.Master, fmt.Sprintf("rm -f %[1]s; %[2]s=%[1]s /usr/sbin/cutover sync --yes %[3]s", crashLog, upgrade.CrashLogEnv, node))
 	if clean.ExitCode != 0 {
 		t.Fatalf("clean sync of %s: exit %d\n%s%s", node, clean.ExitCode, clean.Stdout, clean.Stderr)
 	}
@@ -183,7 +183,7 @@ func crashSyncSample(t *testing.T, c *cluster.Cluster) {
 		before[other] = stateOf(t, c, other)
 	}
 	nruns := len(runs(t, c))
-	killed := sh(t, c, c.Master, fmt.Sprintf("rm -f %[1]s; %[2]s=%[1]s %[3]s=%[4]d /usr/sbin/cutover sync %[5]s",
+	killed := sh(t, c, c.Master, fmt.Sprintf("rm -f %[1]s; %[2]s=%[1]s %[3]s=%[4]d /usr/sbin/cutover sync --yes %[5]s",
 		crashLog, upgrade.CrashLogEnv, upgrade.CrashAtEnv, n, node))
 	t.Logf("sync %s killed at point %d of %d: %s", node, n, len(points), lastLine(sh(t, c, c.Master, "cat "+crashLog).Stdout))
 	if killed.ExitCode != 137 {
@@ -193,7 +193,7 @@ func crashSyncSample(t *testing.T, c *cluster.Cluster) {
 	if res := cutover(t, c, "upgrade", "--resume"); res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "" {
 		t.Errorf("--resume after a killed sync: exit %d %q, want a silent 0", res.ExitCode, res.Stdout)
 	}
-	if res := cutover(t, c, "sync", node); res.ExitCode != 0 {
+	if res := cutover(t, c, "sync", "--yes", node); res.ExitCode != 0 {
 		t.Errorf("sync %s again: exit %d, want 0", node, res.ExitCode)
 	}
 	checkAt(t, c, start, node)
@@ -382,6 +382,7 @@ func crashAtSample(t *testing.T, c *cluster.Cluster, s crashSample, n int, from,
 func waitBootResume(t *testing.T, c *cluster.Cluster, size string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
+	var poll cluster.Poll
 	for {
 		now := strings.TrimSpace(sh(t, c, c.Master, "wc -c < /var/log/cutover-resume.log 2>/dev/null || echo 0").Stdout)
 		running := sh(t, c, c.Master, "pgrep -x cutover").ExitCode == 0
@@ -392,7 +393,7 @@ func waitBootResume(t *testing.T, c *cluster.Cluster, size string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the @reboot resume did not finish:\n%s", sh(t, c, c.Master, "cat /var/log/cutover-resume.log").Stdout)
 		}
-		time.Sleep(500 * time.Millisecond)
+		poll.Wait()
 	}
 }
 

@@ -149,6 +149,7 @@ func checkQueue(t *testing.T, c *cluster.Cluster, ids []string) {
 		t.Errorf("watcher paused exit %d, want 1 (running)", code)
 	}
 	deadline := time.Now().Add(60 * time.Second)
+	var poll cluster.Poll
 	for {
 		list := must(t, c, c.Master, demoapp+" job list")
 		done := 0
@@ -163,7 +164,7 @@ func checkQueue(t *testing.T, c *cluster.Cluster, ids []string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("jobs %v not all done:\n%s", ids, list)
 		}
-		time.Sleep(500 * time.Millisecond)
+		poll.Wait()
 	}
 }
 

@@ -121,7 +121,7 @@ func TestJournalAndBackup(t *testing.T) {
 	if out := must(t, c, c.Master, "ls /var/lib/cutover/backups"); !strings.Contains(out, "demoapp-1.1.0-before-restore-") {
 		t.Errorf("no archive of the state before the restore:\n%s", out)
 	}
-	if res := cutover(t, c, "journal"); !regexp.MustCompile(`(?m)^2 +restore +1\.1\.0 -> 1\.0\.0 +restore .* done`).MatchString(res.Stdout) {
+	if res := cutover(t, c, "journal"); !regexp.MustCompile(`(?m)^2 +restore +1\.1\.0 -> 1\.0\.0 +- .* done`).MatchString(res.Stdout) {
 		t.Errorf("journal does not list the restore as run 2:\n%s", res.Stdout)
 	}
 }

@@ -53,6 +53,7 @@ func (l loadClient) stop(t *testing.T) (served, failed int, failures []string) {
 	must(t, l.c, l.c.Master, "touch /run/demoapp/load.stop")
 	total := regexp.MustCompile(`total served (\d+) failed (\d+)`)
 	deadline := time.Now().Add(30 * time.Second)
+	var poll cluster.Poll
 	for {
 		out := sh(t, l.c, l.c.Master, "cat /tmp/load.out").Stdout
 		if m := total.FindStringSubmatch(out); m != nil {
@@ -69,7 +70,7 @@ func (l loadClient) stop(t *testing.T) (served, failed int, failures []string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the load client did not end:\n%s", out)
 		}
-		time.Sleep(200 * time.Millisecond)
+		poll.Wait()
 	}
 }
 
@@ -229,7 +230,7 @@ func TestRollingFailures(t *testing.T) {
 	if res := sh(t, c, c.Master, "test -e /var/lib/cutover/intent.json"); res.ExitCode == 0 {
 		t.Errorf("one bad node within the budget: the intent is left")
 	}
-	if res := cutover(t, c, "sync", "node3"); res.ExitCode != 0 {
+	if res := cutover(t, c, "sync", "--yes", "node3"); res.ExitCode != 0 {
 		t.Errorf("sync of the node left behind: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	checkAt(t, c, "1.2.0", all...)

@@ -61,7 +61,7 @@ func TestStageAndPrune(t *testing.T) {
 	for _, n := range online(c) {
 		must(t, c, n, "test -d /usr/lib/demoapp/1.0.0 && test -d /usr/share/demoapp/1.0.0")
 	}
-	if res := cutover(t, c, "prune", "--keep=0"); res.ExitCode != 0 {
+	if res := cutover(t, c, "prune", "--keep=0", "--yes"); res.ExitCode != 0 {
 		t.Fatalf("prune: exit %d", res.ExitCode)
 	}
 	for _, n := range online(c) {

@@ -57,11 +57,11 @@ func TestSyncBringsOfflineNodeBack(t *testing.T) {
 
 	before := snapshot(t, c)
 	nruns := len(runs(t, c))
-	if res := cutover(t, c, "sync", "node9"); res.ExitCode != 2 || !strings.Contains(res.Stderr, `unknown node "node9"`) {
+	if res := cutover(t, c, "sync", "--yes", "node9"); res.ExitCode != 2 || !strings.Contains(res.Stderr, `unknown node "node9"`) {
 		t.Errorf("sync of an unknown node: exit %d %q, want 2 naming it", res.ExitCode, res.Stderr)
 	}
 	must(t, c, "node4", "mkdir -p /run/demoapp/fail && touch /run/demoapp/fail/daemon-stop")
-	if res := cutover(t, c, "sync", "node4"); res.ExitCode != 1 || !strings.Contains(res.Stdout, "daemon-stop failed on demand") {
+	if res := cutover(t, c, "sync", "--yes", "node4"); res.ExitCode != 1 || !strings.Contains(res.Stdout, "daemon-stop failed on demand") {
 		t.Errorf("sync with node4's daemon refusing to stop: exit %d, want 1 showing its stderr", res.ExitCode)
 	}
 	must(t, c, "node4", "rm -f /run/demoapp/fail/daemon-stop")
@@ -72,7 +72,7 @@ func TestSyncBringsOfflineNodeBack(t *testing.T) {
 		t.Errorf("journal after the refusals: %d runs, want %d with the last rolled back", len(rs), nruns+1)
 	}
 
-	res := cutover(t, c, "sync", "node4")
+	res := cutover(t, c, "sync", "--yes", "node4")
 	if res.ExitCode != 0 {
 		t.Fatalf("sync node4: exit %d", res.ExitCode)
 	}
@@ -94,7 +94,7 @@ func TestSyncBringsOfflineNodeBack(t *testing.T) {
 	// A pending run: a sync waits for the lock while the run holds it, and is refused once the
 	// run is interrupted, naming it.
 	h := startHeld(t, c, "drain", "upgrade", "--to=1.2.0", "--yes")
-	if res := cutover(t, c, "sync", "node4"); res.ExitCode != 4 {
+	if res := cutover(t, c, "sync", "--yes", "node4"); res.ExitCode != 4 {
 		t.Errorf("sync while a run holds the lock: exit %d, want 4", res.ExitCode)
 	}
 	must(t, c, c.Master, "pkill -KILL -x cutover")
@@ -102,7 +102,7 @@ func TestSyncBringsOfflineNodeBack(t *testing.T) {
 	must(t, c, c.Master, "rm -rf "+holdDir)
 	before = snapshot(t, c)
 	pending := runs(t, c)[len(runs(t, c))-1]
-	res = cutover(t, c, "sync", "node4")
+	res = cutover(t, c, "sync", "--yes", "node4")
 	if want := fmt.Sprintf("run %d (1.1.0 -> 1.2.0) is pending", pending.ID); res.ExitCode != 1 || !strings.Contains(res.Stderr, want) {
 		t.Errorf("sync while a run is pending: exit %d %q, want 1 and %q", res.ExitCode, res.Stderr, want)
 	}

@@ -147,11 +147,12 @@ func TestUpgradeNodeCutAfterPONR(t *testing.T) {
 		done <- res
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
+	var poll cluster.Poll
 	for sh(t, c, c.Master, "test -e /run/demoapp/reached/ensure-dirs").ExitCode != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the run never reached ensure-dirs")
 		}
-		time.Sleep(200 * time.Millisecond)
+		poll.Wait()
 	}
 	ctx := context.Background()
 	if err := c.Cut(ctx, "node3"); err != nil {

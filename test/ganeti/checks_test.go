@@ -42,7 +42,7 @@ func (c *cluster) checkAt(t testing.TB, minor string) {
 	if strings.TrimSpace(v) != configVersions[minor] {
 		t.Errorf("config.data version %s, want %s", strings.TrimSpace(v), configVersions[minor])
 	}
-	if res := c.run(t, master, "/usr/sbin/gnt-cluster verify --ignore-errors=ENODESETUP"); res.code != 0 {
+	if res := c.run(t, master, verifyCommand); res.code != 0 {
 		t.Errorf("gnt-cluster verify: exit %d\n%s", res.code, res.output())
 	}
 	if out := c.must(t, master, "/usr/sbin/gnt-cluster queue info"); !strings.Contains(out, "drain flag is unset") {

@@ -14,7 +14,7 @@ func cutAfterPONR(t testing.TB, c *cluster, to, node string) {
 	t.Helper()
 	c.must(t, master, "rm -rf /tmp/hold /tmp/upgrade.rc && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/ensure-dirs")
 	c.must(t, master, "(CUTOVER_HOLD_DIR=/tmp/hold /usr/sbin/cutover upgrade --to="+to+" --yes >/tmp/upgrade.log 2>&1; echo $? >/tmp/upgrade.rc) </dev/null >/dev/null 2>&1 &")
-	c.waitFor(t, "test -e /tmp/hold/reached/ensure-dirs", 20*time.Minute)
+	c.waitHeld(t, "ensure-dirs")
 	healed := false
 	c.link(t, "cut", node)
 	defer func() {

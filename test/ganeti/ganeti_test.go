@@ -1,6 +1,8 @@
 package ganeti
 
 import (
+	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,38 +17,74 @@ func TestGaneti(t *testing.T) {
 	c := startCluster(t)
 	t.Run("jobs during the drain, up and back", func(t *testing.T) { jobsDuringDrain(t, c) })
 	// The master restarted hard in each direction, before and after the point of no return;
-	// the @reboot line finishes each run. Each scenario starts where the one before ended.
-	for _, s := range []struct{ name, to, stage, minor string }{
-		{"reboot up after the PONR", "3.1", "start", "3.1"},
-		{"reboot down before the PONR", "3.0", "backup", "3.0"},
-		{"reboot up before the PONR", "3.1", "stop-nodes", "3.1"},
-		{"reboot down after the PONR", "3.0", "switch", "3.0"},
-	} {
-		t.Run(s.name, func(t *testing.T) {
-			if c.version(t) == s.minor {
-				t.Fatalf("the cluster is at %s already: the scenario before failed", s.minor)
+	// the @reboot line finishes each run. Each scenario starts where the one before ended,
+	// and together they end where they began (3.0): make ganeti-reboots runs them alone,
+	// round after round (rebootRounds).
+	for round := 1; round <= rebootRounds(t); round++ {
+		suffix := ""
+		if round > 1 {
+			suffix = fmt.Sprintf(" round %d", round)
+		}
+		for _, s := range []struct{ name, to, stage, minor string }{
+			{"reboot up after the PONR", "3.1", "start", "3.1"},
+			{"reboot down before the PONR", "3.0", "backup", "3.0"},
+			{"reboot up before the PONR", "3.1", "stop-nodes", "3.1"},
+			{"reboot down after the PONR", "3.0", "switch", "3.0"},
+		} {
+			t.Run(s.name+suffix, func(t *testing.T) {
+				if c.version(t) == s.minor {
+					t.Fatalf("the cluster is at %s already: the scenario before failed", s.minor)
+				}
+				c.lastDone(t)
+				rebootDuring(t, c, s.to, s.stage)
+				c.checkAt(t, s.minor)
+			})
+		}
+		t.Run("node cut off after the PONR"+suffix, func(t *testing.T) {
+			if c.version(t) != "3.0" {
+				t.Fatalf("the cluster is at %s, want 3.0: a scenario before failed", c.version(t))
 			}
-			rebootDuring(t, c, s.to, s.stage)
-			c.checkAt(t, s.minor)
+			c.lastDone(t)
+			cutAfterPONR(t, c, "3.1", "node3")
+			c.checkAt(t, "3.1")
+		})
+		// The master restarted once more while its boot starts the daemons of the version
+		// its links named (3.1: the downgrade is held before its switch, past its point of
+		// no return): the second boot's resume must still end with every daemon on 3.0.
+		t.Run("reboot twice while the old daemons start"+suffix, func(t *testing.T) {
+			if c.version(t) != "3.1" {
+				t.Fatalf("the cluster is at %s, want 3.1: a scenario before failed", c.version(t))
+			}
+			c.lastDone(t)
+			rebootTwice(t, c, "3.0", "switch")
+			c.checkAt(t, "3.0")
 		})
 	}
-	t.Run("node cut off after the PONR", func(t *testing.T) {
-		if c.version(t) != "3.0" {
-			t.Fatalf("the cluster is at %s, want 3.0: a scenario before failed", c.version(t))
-		}
-		cutAfterPONR(t, c, "3.1", "node3")
-		c.checkAt(t, "3.1")
-	})
-	// The master restarted once more while its boot starts the daemons of the version its
-	// links named (3.1: the downgrade is held before its switch, past its point of no
-	// return): the second boot's resume must still end with every daemon on 3.0.
-	t.Run("reboot twice while the old daemons start", func(t *testing.T) {
-		if c.version(t) != "3.1" {
-			t.Fatalf("the cluster is at %s, want 3.1: a scenario before failed", c.version(t))
-		}
-		rebootTwice(t, c, "3.0", "switch")
-		c.checkAt(t, "3.0")
-	})
+}
+
+// roundsEnv sets how many rounds of the four reboot scenarios TestGaneti runs (1 unless set).
+const roundsEnv = "CUTOVER_GANETI_ROUNDS"
+
+// rebootRounds is the number of rounds roundsEnv asks for.
+func rebootRounds(t testing.TB) int {
+	v := os.Getenv(roundsEnv)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a number of rounds, 1 or more", roundsEnv, v)
+	}
+	return n
+}
+
+// lastDone stops a scenario whose start the one before left unfinished: a run still pending
+// refuses the next upgrade, which would then never reach its hold.
+func (c *cluster) lastDone(t testing.TB) {
+	t.Helper()
+	if last := c.lastRun(t); last != "no runs yet" && !strings.Contains(last, " done ") {
+		t.Fatalf("the last run is not done: %q: a scenario before failed", last)
+	}
 }
 
 // version is the minor the master's links point at.
@@ -64,7 +102,7 @@ func jobsDuringDrain(t testing.TB, c *cluster) {
 	c.checkAt(t, "3.0")
 	c.must(t, master, "rm -rf /tmp/hold /tmp/upgrade.rc && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/drain")
 	c.must(t, master, "(CUTOVER_HOLD_DIR=/tmp/hold /usr/sbin/cutover upgrade --to=3.1 --yes >/tmp/upgrade.log 2>&1; echo $? >/tmp/upgrade.rc) </dev/null >/dev/null 2>&1 &")
-	c.waitFor(t, "test -e /tmp/hold/reached/drain", 20*time.Minute)
+	c.waitHeld(t, "drain")
 	// Two delays on the same node: the second waits for the first's node lock. The first
 	// lasts a minute, so that both are still in the queue when the drain first counts it
 	// however slowly the machine gets there: on a loaded one, releasing the hold and the
@@ -106,6 +144,16 @@ func jobsDuringDrain(t testing.TB, c *cluster) {
 		t.Errorf("%d delay jobs in the queue, want 2:\n%s", delays, jobs)
 	}
 	c.checkAt(t, "3.1")
+	c.logRestart(t)
 	c.upgrade(t, "3.0")
 	c.checkAt(t, "3.0")
+	c.logRestart(t)
+}
+
+// logRestart logs whether the last run restarted the daemons after redist-conf, and why:
+// the files it changed that the daemons read (restart_watch).
+func (c *cluster) logRestart(t testing.TB) {
+	t.Helper()
+	out := c.run(t, master, `grep -h -e 'redist-conf done' -e 'restart done' -e 'restart skipped' -e 'changed what the daemons read' "$(ls -t /var/lib/cutover/log/run-*.log | head -1)"`).stdout
+	t.Logf("redist-conf and restart:\n%s", out)
 }

@@ -1,6 +1,7 @@
 package ganeti
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,9 +30,9 @@ func rebootTwice(t testing.TB, c *cluster, to, stage string) {
 func rebootAt(t testing.TB, c *cluster, to, stage string, twice bool) {
 	t.Helper()
 	runs := strings.Count(strings.TrimSpace(c.must(t, master, "/usr/sbin/cutover journal")), "\n")
-	c.must(t, master, "rm -rf /tmp/hold && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/"+stage+" && : >/var/log/cutover-resume.log")
-	c.must(t, master, "CUTOVER_HOLD_DIR=/tmp/hold setsid /usr/sbin/cutover upgrade --to="+to+" --yes >/tmp/upgrade.log 2>&1 </dev/null &")
-	c.waitFor(t, "test -e /tmp/hold/reached/"+stage, 20*time.Minute)
+	c.must(t, master, "rm -rf /tmp/hold /tmp/upgrade.rc && mkdir -p /tmp/hold/hold && touch /tmp/hold/hold/"+stage+" && : >/var/log/cutover-resume.log")
+	c.must(t, master, "(CUTOVER_HOLD_DIR=/tmp/hold setsid /usr/sbin/cutover upgrade --to="+to+" --yes >/tmp/upgrade.log 2>&1 </dev/null; echo $? >/tmp/upgrade.rc) </dev/null >/dev/null 2>&1 &")
+	c.waitHeld(t, stage)
 	booted := strings.Count(c.must(t, master, "cat /var/log/boot.log 2>/dev/null || true"), " booted\n")
 	c.reboot(t, master)
 	if twice {
@@ -50,7 +51,7 @@ func rebootAt(t testing.TB, c *cluster, to, stage string, twice bool) {
 		if len(last) > 0 && last[0] == want && strings.Contains(c.lastRun(t), " done ") {
 			break
 		}
-		if log := c.run(t, master, "cat /var/log/cutover-resume.log").stdout; strings.Contains(log, "\ncutover: ") {
+		if log := c.run(t, master, "cat /var/log/cutover-resume.log").stdout; stampedLine("cutover: ").MatchString(log) {
 			t.Fatalf("the @reboot resume failed:\n%s", log)
 		}
 		if time.Since(start) > rebootWait {
@@ -59,12 +60,18 @@ func rebootAt(t testing.TB, c *cluster, to, stage string, twice bool) {
 		time.Sleep(2 * time.Second)
 	}
 	// The run is journaled done before cutover prints its summary and exits.
-	for time.Since(start) < rebootWait && c.run(t, master, "grep -q '^done: ' /var/log/cutover-resume.log").code != 0 {
+	for time.Since(start) < rebootWait && c.run(t, master, "grep -qE '^[0-9TZ:-]+ done: ' /var/log/cutover-resume.log").code != 0 {
 		time.Sleep(time.Second)
 	}
 	log := c.must(t, master, "cat /var/log/cutover-resume.log")
-	if !strings.Contains(log, "\ndone: ") {
+	if !stampedLine("done: ").MatchString(log) {
 		t.Errorf("the @reboot resume did not finish with done:\n%s", log)
 	}
 	t.Logf("resumed after the reboot to %s in %s", to, time.Since(start).Round(time.Second))
+}
+
+// stampedLine matches a line of the boot resume's log that starts with prefix after the time
+// stamp the package's @reboot line puts in front of every line.
+func stampedLine(prefix string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]+Z ` + regexp.QuoteMeta(prefix))
 }

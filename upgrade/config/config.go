@@ -1,6 +1,7 @@
 // Package config reads cutover.toml: the cluster, the application, its commands and its policy.
 // A profile (one file each: generic.go, ganeti.go) supplies a default for every key, and the
-// file overrides any of them; unknown keys are refused with their line.
+// file overrides any of them; unknown keys are refused with their line, their table and the
+// key most likely meant.
 package config
 
 import (
@@ -9,7 +10,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -105,8 +105,13 @@ type CommandsConfig struct {
 	ReconcilerPauseRenew Duration `toml:"reconciler_pause_renew"`
 	EnsureDirs           string   `toml:"ensure_dirs"`
 	RedistConf           string   `toml:"redist_conf"`
-	PostUpgrade          string   `toml:"post_upgrade"`
-	Verify               string   `toml:"verify"`
+	// RestartWatch are the files (absolute paths, * ? [ ] globs) that the daemons read as
+	// they start and RedistConf may rewrite; an entry with a leading "!" leaves out the files
+	// it matches. After RedistConf, only the nodes where one of them changed are restarted,
+	// and none when nothing changed; empty, every node is.
+	RestartWatch []string `toml:"restart_watch"`
+	PostUpgrade  string   `toml:"post_upgrade"`
+	Verify       string   `toml:"verify"`
 	// NodeDrain, NodeUndrain and NodeVerify run on the master with {node} in a rolling run:
 	// take one node out of service, put it back, check that it serves.
 	NodeDrain   string `toml:"node_drain"`
@@ -141,29 +146,15 @@ type PolicyConfig struct {
 	// VerifyChecksums makes verify-installed check, before a switch, every file of the
 	// target's trees on every node against the manifest a stage kept beside them.
 	VerifyChecksums bool `toml:"verify_checksums"`
+	// OnFailure says what a run does when it failed past its point of no return: "stop"
+	// leaves it pending for the operator; "rollback" takes the cluster back to the source by
+	// a downgrade run, once, where the path policy and the migrations allow it.
+	OnFailure string `toml:"on_failure"`
 }
 
-// Duration is a time.Duration written in a config as a string such as "10s" or "36h".
-type Duration struct{ time.Duration }
-
-// UnmarshalText parses a duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("invalid duration %q", b)
-	}
-	if v < 0 {
-		return fmt.Errorf("negative duration %q", b)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText formats a duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// Load reads, defaults and validates the configuration at file. Errors name the file, and
-// unknown keys are refused with their line number.
+// Load reads, defaults and validates the configuration at file. Errors name the file;
+// unknown keys are refused with their line, their table and the known key most likely meant
+// ("did you mean"), and bad values with their line and key.
 func Load(file string) (*Config, error) {
 	data, err := ReadTrusted(file)
 	if err != nil {
@@ -171,6 +162,14 @@ func Load(file string) (*Config, error) {
 	}
 	cfg, err := Parse(data)
 	if err != nil {
+		// Each of several errors names the file, as each is read on its own line.
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			var errs []error
+			for _, e := range joined.Unwrap() {
+				errs = append(errs, fmt.Errorf("config %s: %w", file, e))
+			}
+			return nil, errors.Join(errs...)
+		}
 		return nil, fmt.Errorf("config %s: %w", file, err)
 	}
 	cfg.File = file
@@ -200,17 +199,10 @@ func Parse(data []byte) (*Config, error) {
 	cfg := profile(head.Paths)
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
-		return nil, tomlError(err)
+		// The text parsed above: what fails now is a value, and the error names its key.
+		return nil, valueError(err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		var errs []error
-		for i, k := range und {
-			if i == maxKeyErrors {
-				errs = append(errs, fmt.Errorf("and %d more unknown keys", len(und)-i))
-				break
-			}
-			errs = append(errs, fmt.Errorf("line %d: unknown key %q", keyLine(data, k), k.String()))
-		}
+	if errs := unknownKeys(data, md); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	if err := cfg.validate(); err != nil {
@@ -225,6 +217,16 @@ func tomlError(err error) error {
 		return fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
 	}
 	return err
+}
+
+// valueError describes a value the decoder refused, such as a bad duration, with its line
+// and its key.
+func valueError(err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) && pe.LastKey != "" {
+		return fmt.Errorf("line %d: %s: %s", pe.Position.Line, pe.LastKey, pe.Message)
+	}
+	return tomlError(err)
 }
 
 // maxKeyErrors is how many unknown keys an error names before it only counts the rest.
@@ -288,29 +290,6 @@ func lineAt(data []byte, i int) string {
 		return string(data[start:])
 	}
 	return string(data[start : i+end])
-}
-
-// keyLine finds the line of a key the decoder did not know, for the error message.
-func keyLine(data []byte, key toml.Key) int {
-	want := key[len(key)-1]
-	table := strings.Join(key[:len(key)-1], ".")
-	cur := ""
-	for n, text := range strings.Split(string(data), "\n") {
-		n++
-		line := strings.TrimSpace(text)
-		if strings.HasPrefix(line, "[") {
-			cur = strings.Trim(line, "[] ")
-			if cur == strings.Join(key, ".") {
-				return n
-			}
-			continue
-		}
-		name, _, ok := strings.Cut(line, "=")
-		if ok && strings.Trim(strings.TrimSpace(name), `"'`) == want && cur == table {
-			return n
-		}
-	}
-	return 0
 }
 
 var (
@@ -395,6 +374,14 @@ func (c *Config) validate() error {
 		if !cleanAbs(f) {
 			bad("config.redistribute: %q must be a clean absolute path", f)
 		}
+	}
+	for _, f := range c.Commands.RestartWatch {
+		if !cleanAbs(strings.TrimPrefix(f, "!")) {
+			bad("commands.restart_watch: %q must be a clean absolute path (globs allowed), or one with a leading ! for files to leave out", f)
+		}
+	}
+	if c.Policy.OnFailure != "stop" && c.Policy.OnFailure != "rollback" {
+		bad("policy.on_failure %q: must be \"stop\" or \"rollback\"", c.Policy.OnFailure)
 	}
 	if c.Policy.Downgrade != "previous-minor" && c.Policy.Downgrade != "never" {
 		bad("policy.downgrade %q: must be \"previous-minor\" or \"never\"", c.Policy.Downgrade)

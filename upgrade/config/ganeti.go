@@ -64,6 +64,23 @@ func ganetiPaths(p PathsConfig) PathsConfig {
 	return p
 }
 
+// ganetiRestartWatch are the files `gnt-cluster redist-conf` writes to the nodes that Ganeti's
+// daemons may read as they start: the ssconf files and the ancillary files Ganeti
+// redistributes (ComputeAncillaryFiles with redist). Left out are config.data (wconfd writes
+// it itself and its readers watch it) and the two ssconf files every upgrade changes that no
+// daemon reads: the hypervisor parameters (the watcher's, read as it runs from cron) and the
+// release version (read by gnt-cluster verify). When redist-conf changed none of the rest
+// on a node, that node's daemons already run with what it sent, and the run does not stop
+// and start them a second time.
+func ganetiRestartWatch(p PathsConfig) []string {
+	d := ganetiDirsOf(p)
+	list := []string{d.state + "/ssconf_*", "!" + d.state + "/ssconf_hvparams_*", "!" + d.state + "/ssconf_release_version"}
+	for _, f := range []string{"known_hosts", "hmac.key", "cluster-domain-secret", "spice.pem", "spice-ca.pem", "rapi.pem", "rapi/users"} {
+		list = append(list, d.state+"/"+f)
+	}
+	return append(list, "/etc/hosts", p.SysconfDir+"/ganeti/scripts/master-ip-setup")
+}
+
 // ganetiProfile holds the commands and paths of a real Ganeti cluster installed with the
 // directories p (Debian's: basePaths): every command by absolute path (cron's PATH has no
 // /usr/sbin), SSH as Ganeti's own tools use it, the master and the nodes from ssconf. Every
@@ -107,6 +124,7 @@ func ganetiProfile(p PathsConfig) Config {
 			ReconcilerPaused:     cluster + " watcher info | grep -q 'paused until'",
 			EnsureDirs:           d.lib + "/ensure-dirs",
 			RedistConf:           cluster + " redist-conf --yes-do-it",
+			RestartWatch:         ganetiRestartWatch(p),
 			PostUpgrade:          d.lib + "/tools/post-upgrade {from}",
 			Verify:               cluster + " verify",
 			LiveVersion:          d.expand(ganetiRelease),

@@ -26,7 +26,7 @@ func baseSSH() SSHConfig {
 }
 
 func basePolicy() PolicyConfig {
-	return PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor", DrainTimeout: Duration{36 * time.Hour}, BackupKeep: 5}
+	return PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor", DrainTimeout: Duration{36 * time.Hour}, BackupKeep: 5, OnFailure: "stop"}
 }
 
 func baseStrategy() StrategyConfig {

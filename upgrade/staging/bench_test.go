@@ -19,35 +19,57 @@ import (
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
-// The benchmark stages a 100 MB tree of 2,000 files to 8 and 32 real sshd nodes, and copies
-// the same tree with pdsh's `pdcp -r` in the same op, turn about, so that both meet the same
-// state of this host's disk and memory:
+// The benchmark stages two trees of about 41 MB to 8 and 32 real sshd nodes, and copies the
+// same tree with pdsh's `pdcp -r` in the same op, turn about, so that both meet the same state
+// of this host's disk and memory:
 //
 //	go test -run '^$' -bench . -benchtime 3x ./upgrade/staging/
 //
+// The trees are shape=large, few large files (400 files of 102,400 bytes in 20 directories),
+// and shape=small, many small ones (4,000 files of 10,240 bytes in 40 directories).
+//
 // BenchmarkStage reports, per op, pdcp's copy of the tree to every node (s/pdcp), the first
-// stage of the tree on every node (s/stage: send, check, place), the restage of the unchanged
-// tree (s/restage: every node's copy checked against the manifest, nothing sent), both as a
-// fraction of pdcp's time (x-of-pdcp, restage-x-of-pdcp), and the process's peak resident
-// memory (MB-peak-rss). The nodes share this host's disk; each writes a directory of its
-// own, and every timed copy starts with no dirty pages left by the one before (settle).
+// stage of the tree on every node (s/stage: what `cutover stage` does on a node, the check of
+// the final place, send and place), the restage of the unchanged tree (s/restage: every
+// node's copy checked, nothing sent), both as a fraction of pdcp's time (x-of-pdcp,
+// restage-x-of-pdcp), and the process's peak resident memory (MB-peak-rss). The nodes share
+// this host's disk; each writes a directory of its own, and every timed copy starts with no
+// dirty pages left by the one before (settle).
 
 var benchNodes = []int{8, 32}
 
-// benchTree writes 2,000 files of 50 KB (100 MB) in 20 directories, once per process.
-var benchTree = sync.OnceValues(func() (string, error) {
+// benchShape is a tree of the benchmark: files of size bytes, perDir of them in each of dirs
+// directories.
+type benchShape struct {
+	name               string
+	dirs, perDir, size int
+}
+
+var benchShapes = []benchShape{
+	{name: "large", dirs: 20, perDir: 20, size: 102_400},
+	{name: "small", dirs: 40, perDir: 100, size: 10_240},
+}
+
+// benchTrees holds the trees written so far, one per shape, for the process.
+var benchTrees sync.Map
+
+// benchTree writes the tree of shape s once per process and returns its root.
+func benchTree(s benchShape) (string, error) {
+	if dir, ok := benchTrees.Load(s.name); ok {
+		return dir.(string), nil
+	}
 	dir, err := os.MkdirTemp("", "cutover-stage-bench-")
 	if err != nil {
 		return "", err
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, 50_000)
-	for d := range 20 {
+	buf := make([]byte, s.size)
+	for d := range s.dirs {
 		sub := filepath.Join(dir, "usr/lib/app/1.2.0", fmt.Sprintf("mod%02d", d))
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return "", err
 		}
-		for f := range 100 {
+		for f := range s.perDir {
 			for i := range buf {
 				buf[i] = byte(r.Uint32())
 			}
@@ -56,8 +78,10 @@ var benchTree = sync.OnceValues(func() (string, error) {
 			}
 		}
 	}
-	return filepath.Join(dir, "usr/lib/app/1.2.0"), nil
-})
+	root := filepath.Join(dir, "usr/lib/app/1.2.0")
+	benchTrees.Store(s.name, root)
+	return root, nil
+}
 
 // pdcpCopy copies src with `pdcp -r` into the work directory of every server of c.
 type pdcpCopy struct {
@@ -103,101 +127,112 @@ func (p *pdcpCopy) clean() {
 }
 
 func BenchmarkStage(b *testing.B) {
-	for _, n := range benchNodes {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			src, err := benchTree()
-			if err != nil {
-				b.Fatal(err)
-			}
-			tree, err := staging.ReadTree(src)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pd := newPdcp(b, n)
-			c := sshdtest.Start(b, n)
-			var list []nodes.Node
-			list = append(list, nodes.Node{Name: "master"})
-			for i, s := range c.Servers {
-				list = append(list, nodes.Node{Name: fmt.Sprintf("node%d", i+2), Address: s.Addr, Port: s.Port})
-			}
-			inv, err := nodes.NewInventory("master", list)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			ctx := context.Background()
-			finals := map[string]string{}
-			for _, nd := range list[1:] {
-				finals[nd.Name] = filepath.Join(c.UserDir(b), "1.2.0")
-			}
-			each := func(f func(*nodes.Conn, string) error) {
-				var wg sync.WaitGroup
-				errs := make(chan error, len(finals))
-				for name, final := range finals {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						conn, err := p.Conn(ctx, name)
-						if err == nil {
-							err = f(conn, final)
-						}
-						errs <- err
-					}()
-				}
-				wg.Wait()
-				close(errs)
-				for err := range errs {
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			var pdcp, stage, restage time.Duration
-			for b.Loop() {
-				settle(b)
-				pdcp += pd.copy(b, src)
-				b.StopTimer()
-				pd.clean()
-				b.StartTimer()
-				settle(b)
-				start := time.Now()
-				each(func(conn *nodes.Conn, final string) error {
-					if _, err := staging.Send(ctx, conn, tree, final, nil); err != nil {
-						return err
-					}
-					return staging.Place(ctx, conn, tree, final)
-				})
-				stage += time.Since(start)
-				start = time.Now()
-				each(func(conn *nodes.Conn, final string) error {
-					ok, err := staging.Installed(ctx, conn, tree, final)
-					if err == nil && !ok {
-						err = fmt.Errorf("%s: not installed after staging", conn.Node())
-					}
-					return err
-				})
-				restage += time.Since(start)
-				b.StopTimer()
-				for _, final := range finals {
-					os.RemoveAll(final)
-				}
-				b.StartTimer()
-			}
-			per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
-			b.ReportMetric(per(pdcp), "s/pdcp")
-			b.ReportMetric(per(stage), "s/stage")
-			b.ReportMetric(per(restage), "s/restage")
-			b.ReportMetric(float64(stage)/float64(pdcp), "x-of-pdcp")
-			b.ReportMetric(float64(restage)/float64(pdcp), "restage-x-of-pdcp")
-			var ru syscall.Rusage
-			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-			b.ReportMetric(float64(ru.Maxrss)/1024, "MB-peak-rss")
-		})
+	for _, shape := range benchShapes {
+		for _, n := range benchNodes {
+			b.Run(fmt.Sprintf("shape=%s/nodes=%d", shape.name, n), func(b *testing.B) {
+				benchStage(b, shape, n)
+			})
+		}
 	}
+}
+
+// benchStage runs BenchmarkStage for one tree shape and number of nodes.
+func benchStage(b *testing.B, shape benchShape, n int) {
+	src, err := benchTree(shape)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree, err := staging.ReadTree(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pd := newPdcp(b, n)
+	c := sshdtest.Start(b, n)
+	var list []nodes.Node
+	list = append(list, nodes.Node{Name: "master"})
+	for i, s := range c.Servers {
+		list = append(list, nodes.Node{Name: fmt.Sprintf("node%d", i+2), Address: s.Addr, Port: s.Port})
+	}
+	inv, err := nodes.NewInventory("master", list)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	finals := map[string]string{}
+	for _, nd := range list[1:] {
+		finals[nd.Name] = filepath.Join(c.UserDir(b), "1.2.0")
+	}
+	each := func(f func(*nodes.Conn, string) error) {
+		var wg sync.WaitGroup
+		errs := make(chan error, len(finals))
+		for name, final := range finals {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conn, err := p.Conn(ctx, name)
+				if err == nil {
+					err = f(conn, final)
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var pdcp, stage, restage time.Duration
+	for b.Loop() {
+		settle(b)
+		pdcp += pd.copy(b, src)
+		b.StopTimer()
+		pd.clean()
+		b.StartTimer()
+		settle(b)
+		start := time.Now()
+		each(func(conn *nodes.Conn, final string) error {
+			if st, err := staging.Compare(ctx, conn, tree, final); err != nil || st != staging.Missing {
+				return fmt.Errorf("%s: %v before staging: %v", conn.Node(), st, err)
+			}
+			sent, err := staging.Send(ctx, conn, tree, final, nil)
+			if err != nil {
+				return err
+			}
+			return staging.Place(ctx, conn, tree, final, sent)
+		})
+		stage += time.Since(start)
+		start = time.Now()
+		each(func(conn *nodes.Conn, final string) error {
+			ok, err := staging.Installed(ctx, conn, tree, final)
+			if err == nil && !ok {
+				err = fmt.Errorf("%s: not installed after staging", conn.Node())
+			}
+			return err
+		})
+		restage += time.Since(start)
+		b.StopTimer()
+		for _, final := range finals {
+			os.RemoveAll(final)
+		}
+		b.StartTimer()
+	}
+	per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
+	b.ReportMetric(per(pdcp), "s/pdcp")
+	b.ReportMetric(per(stage), "s/stage")
+	b.ReportMetric(per(restage), "s/restage")
+	b.ReportMetric(float64(stage)/float64(pdcp), "x-of-pdcp")
+	b.ReportMetric(float64(restage)/float64(pdcp), "restage-x-of-pdcp")
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	b.ReportMetric(float64(ru.Maxrss)/1024, "MB-peak-rss")
 }
 
 // settle writes every dirty page to disk, off the clock, before a timed copy: the nodes share

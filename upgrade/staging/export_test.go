@@ -27,3 +27,10 @@ func SetTestHooks(t interface{ Cleanup(func()) }, listed, opened func(name strin
 func WriteTar(w io.Writer, t *Tree) (int64, error) {
 	return writeTar(w, t, t.Entries, nil)
 }
+
+// WriteManifestScript and ReceiveScript are the node scripts that receive a manifest, for the
+// tests of a manifest cut short.
+const (
+	WriteManifestScript = writeManifestScript
+	ReceiveScript       = receiveScript
+)

@@ -19,17 +19,23 @@ import (
 // ManifestPath(final), "<base>/.<VERSIONDIR>.cutover-manifest". It is JSON:
 //
 //	{"format": 1, "mode": "0755", "uid": 0, "gid": 0, "entries": [
-//	{"name": "usr/sbin/app", "kind": "f", "mode": "0755", "uid": 0, "gid": 0, "size": 4096, "sha256": "…"},
+//	{"name": "usr/sbin/app", "kind": "f", "mode": "0755", "uid": 0, "gid": 0, "size": 4096, "sha256": "…", "stamp": "2049:1311:1732300000.123456789"},
 //	{"name": "usr/lib/app-link", "kind": "l", "uid": 0, "gid": 0, "target": "../sbin/app"}
 //	]}
 //
 // mode, uid and gid at the top are the tree's root directory's; each entry has its name
 // relative to the root, its kind ("d", "f", "l", "p", "c", "b"), its mode in octal with the
 // setuid, setgid and sticky bits (not for links), its owner, a file's size and SHA-256, a
-// link's target. The manifest is written, synced and renamed into place before the tree is,
-// so a placed tree always has one. A second stage, verify-installed (with [policy]
-// verify_checksums) and status judge the tree by it and by its content (the SHA-256 of every
-// file, computed on the node), never by sizes and modification times.
+// link's target, and a file's stamp: its device, inode and status-change time (ctime) on the
+// node when the manifest was written, after its contents were checked against the SHA-256.
+// The manifest is written, synced and renamed into place before the tree is, so a placed tree
+// always has one. verify-installed (with [policy] verify_checksums) and status judge the tree
+// by it and by its content (the SHA-256 of every file, computed on the node), never by sizes
+// and modification times. A second stage judges it by the manifest and, for its contents,
+// by the stamps: the kernel sets a file's ctime anew at every write, truncation, chmod, chown
+// or link, and no call sets it back (unlike the modification time, which any writer can), so
+// a file whose device, inode and ctime are those recorded holds the contents that were
+// checked. A file whose stamp differs is checksummed (Compare).
 
 // manifestFormat is the format the manifest's "format" names.
 const manifestFormat = 1
@@ -62,6 +68,7 @@ type manifestEntry struct {
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	Target string `json:"target,omitempty"`
+	Stamp  string `json:"stamp,omitempty"`
 }
 
 // manifestOf is the manifest of t as a node holds it once staged: every entry owned by uid
@@ -85,13 +92,35 @@ func manifestOf(t *Tree, uid, gid uint32) *manifest {
 	return m
 }
 
-// equal reports whether two manifests describe the same tree.
+// equal reports whether two manifests describe the same tree, whatever their stamps.
 func (m *manifest) equal(o *manifest) bool {
 	if m.Format != o.Format || m.Mode != o.Mode || m.UID != o.UID || m.GID != o.GID || len(m.Entries) != len(o.Entries) {
 		return false
 	}
 	for i := range m.Entries {
-		if m.Entries[i] != o.Entries[i] {
+		a, b := m.Entries[i], o.Entries[i]
+		a.Stamp, b.Stamp = "", ""
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// stamp gives every file of m the stamp the listing l has for it.
+func (m *manifest) stamp(l *listing) {
+	for i, e := range m.Entries {
+		if e.Kind == "f" {
+			m.Entries[i].Stamp = l.entries[e.Name].stamp
+		}
+	}
+}
+
+// stamped reports whether every file of m has a stamp, and the stamp the listing l has for
+// it: the files hold the contents whose checksums the manifest records.
+func (m *manifest) stamped(l *listing) bool {
+	for _, e := range m.Entries {
+		if e.Kind == "f" && (e.Stamp == "" || l.entries[e.Name].stamp != e.Stamp) {
 			return false
 		}
 	}
@@ -171,6 +200,9 @@ func (e manifestEntry) check() error {
 	}
 	if e.Kind == "f" && (len(e.SHA256) != 64 || strings.Trim(e.SHA256, "0123456789abcdef") != "" || e.Size < 0) {
 		return errors.New("a file without a size and SHA-256")
+	}
+	if e.Stamp != "" && (e.Kind != "f" || !validStamp(e.Stamp)) {
+		return fmt.Errorf("stamp %q", e.Stamp)
 	}
 	return nil
 }
@@ -263,15 +295,24 @@ func diffError(diffs []string) error {
 	return errors.New(strings.Join(diffs, "; "))
 }
 
-// writeManifestScript writes standard input to $1 through a temporary file beside it,
-// synced, renamed over $1 (never through a link there) and the rename synced.
-const writeManifestScript = `set -e
-umask 022
-tmp=$(dirname -- "$1")/.$(basename -- "$1").tmp
-rm -f -- "$tmp"
-cat >"$tmp"
-sync -- "$tmp" 2>/dev/null || sync
-mv -f -T -- "$tmp" "$1"
+// receiveManifest defines the shell function receive, which writes standard input, that must
+// be $2 bytes long, to a temporary file beside the manifest $1 and prints the file's name: a
+// manifest cut short (cutover killed while it was sent) is refused, never put in place.
+const receiveManifest = `receive() {
+	mt=$(dirname -- "$1")/.$(basename -- "$1").tmp
+	rm -f -- "$mt"
+	(umask 022 && cat >"$mt")
+	if [ "$(wc -c <"$mt")" -ne "$2" ]; then rm -f -- "$mt"; echo "the manifest $1 arrived cut short" >&2; return 1; fi
+}
+`
+
+// writeManifestScript writes standard input, of $2 bytes, to $1 through a temporary file
+// beside it (receive), synced, renamed over $1 (never through a link there) and the rename
+// synced.
+const writeManifestScript = receiveManifest + `set -e
+receive "$1" "$2"
+sync -- "$mt" 2>/dev/null || sync
+mv -f -T -- "$mt" "$1"
 sync -- "$(dirname -- "$1")" 2>/dev/null || sync`
 
 // Record writes the manifest of t, as the node holds it in dir (the temporary directory
@@ -286,18 +327,25 @@ func Record(ctx context.Context, c Conn, t *Tree, dir, final string) error {
 	if err != nil {
 		return fmt.Errorf("%s: record the manifest of %s: %w", c.Node(), final, err)
 	}
-	m := manifestOf(t, l.uid, l.gid)
-	if err := diffError(differences(m, l, dir == final)); err != nil {
-		return fmt.Errorf("%s: %s does not match the manifest: %w", c.Node(), dir, err)
-	}
-	data, err := m.encode()
+	data, err := recordOf(c, t, l, dir, dir == final)
 	if err != nil {
 		return err
 	}
-	if _, err := c.RunInput(ctx, bytes.NewReader(data), "sh", "-c", writeManifestScript, "cutover-stage", ManifestPath(final)); err != nil {
+	if _, err := c.RunInput(ctx, bytes.NewReader(data), "sh", "-c", writeManifestScript, "cutover-stage", ManifestPath(final), strconv.Itoa(len(data))); err != nil {
 		return fmt.Errorf("%s: write the manifest of %s: %w", c.Node(), final, err)
 	}
 	return nil
+}
+
+// recordOf returns the manifest of t, stamped, as the node's directory dir holds it (its
+// listing l), encoded; with root, dir's own mode must be the tree's too.
+func recordOf(c Conn, t *Tree, l *listing, dir string, root bool) ([]byte, error) {
+	m := manifestOf(t, l.uid, l.gid)
+	if err := diffError(differences(m, l, root)); err != nil {
+		return nil, fmt.Errorf("%s: %s does not match the manifest: %w", c.Node(), dir, err)
+	}
+	m.stamp(l)
+	return m.encode()
 }
 
 // readManifestScript prints the manifest $1, or exits 3 when there is none and 4 when it is
@@ -345,55 +393,6 @@ func (l *limitBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return l.b.Write(p)
-}
-
-// State is what a node holds at a tree's final place, compared with the tree to stage.
-type State int
-
-const (
-	// Missing: nothing is there.
-	Missing State = iota
-	// Same: exactly the tree, contents included, with its manifest.
-	Same
-	// Unrecorded: exactly the tree, contents included, without its manifest (a tree the
-	// package manager installed, or one whose manifest was lost): Record writes it.
-	Unrecorded
-	// Differs: another tree, or the tree altered.
-	Differs
-)
-
-// Compare compares the node's final directory with t by kinds, modes, owners, link targets
-// and the SHA-256 of every file, computed on the node, and reads the manifest kept beside
-// it. A Differs state comes with an error saying how it differs; any other error means the
-// node could not be read.
-func Compare(ctx context.Context, c Conn, t *Tree, final string) (State, error) {
-	l, err := inventory(ctx, c, final, false)
-	if err != nil {
-		return Missing, fmt.Errorf("%s: read %s: %w", c.Node(), final, err)
-	}
-	if l == nil {
-		return Missing, nil
-	}
-	want := manifestOf(t, l.uid, l.gid)
-	diffs := differences(want, l, true)
-	if len(diffs) == 0 {
-		if diffs, err = contentDiffs(ctx, c, final, want); err != nil {
-			return Missing, fmt.Errorf("%s: check %s: %w", c.Node(), final, err)
-		}
-	}
-	if len(diffs) > 0 {
-		return Differs, fmt.Errorf("%s: %s differs from what is to be staged: %w", c.Node(), final, diffError(diffs))
-	}
-	rec, err := readManifest(ctx, c, final)
-	switch {
-	case errors.Is(err, errBadManifest):
-		return Unrecorded, nil
-	case err != nil:
-		return Missing, fmt.Errorf("%s: read the manifest of %s: %w", c.Node(), final, err)
-	case rec == nil || !rec.equal(want):
-		return Unrecorded, nil
-	}
-	return Same, nil
 }
 
 // Installed reports whether the node's final directory holds exactly t with its manifest: a

@@ -34,10 +34,11 @@ func TestVerifyAgainstManifest(t *testing.T) {
 			if recorded, err := staging.Verify(ctx, tg.conn, tg.final); recorded || err != nil {
 				t.Fatalf("Verify before staging = %v, %v; want no manifest, no error", recorded, err)
 			}
-			if _, err := staging.Send(ctx, tg.conn, tree, tg.final, nil); err != nil {
+			sent, err := staging.Send(ctx, tg.conn, tree, tg.final, nil)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := staging.Place(ctx, tg.conn, tree, tg.final); err != nil {
+			if err := staging.Place(ctx, tg.conn, tree, tg.final, sent); err != nil {
 				t.Fatal(err)
 			}
 			manifest := staging.ManifestPath(tg.final)
@@ -191,10 +192,11 @@ func TestFreshBaseDirectories(t *testing.T) {
 	}
 	root := filepath.Join(t.TempDir(), "fresh")
 	final := filepath.Join(root, "usr/lib/app/1.2.0")
-	if _, err := staging.Send(ctx, local, tree, final, nil); err != nil {
+	sent, err := staging.Send(ctx, local, tree, final, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := staging.Place(ctx, local, tree, final); err != nil {
+	if err := staging.Place(ctx, local, tree, final, sent); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{root, filepath.Join(root, "usr"), filepath.Join(root, "usr/lib"), filepath.Join(root, "usr/lib/app")} {
@@ -253,14 +255,19 @@ func TestLargeTreeListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A rerun lists and checksums everything the node holds, and sends nothing.
-	if sent, err := staging.Send(ctx, conn, tree, final, nil); err != nil || sent != 0 {
-		t.Fatalf("rerun: sent %d, %v; want nothing", sent, err)
+	sent, err := staging.Send(ctx, conn, tree, final, nil)
+	if err != nil || sent.Bytes != 0 {
+		t.Fatalf("rerun: sent %d, %v; want nothing", sent.Bytes, err)
 	}
-	if err := staging.Place(ctx, conn, tree, final); err != nil {
+	if err := staging.Place(ctx, conn, tree, final, sent); err != nil {
 		t.Fatal(err)
 	}
 	if recorded, err := staging.Verify(ctx, conn, final); !recorded || err != nil {
 		t.Fatalf("Verify = %v, %v", recorded, err)
+	}
+	// The manifest follows the listing in the same stream.
+	if st, err := staging.Compare(ctx, conn, tree, final); st != staging.Same || err != nil {
+		t.Fatalf("Compare = %v, %v; want Same", st, err)
 	}
 	fi, err := os.Stat(staging.ManifestPath(final))
 	if err != nil || fi.Size() < 4<<20 {

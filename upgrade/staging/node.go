@@ -14,7 +14,6 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,148 +34,6 @@ type Conn interface {
 // what an interrupted one left there.
 func TempDir(final string) string {
 	return path.Join(path.Dir(final), "."+path.Base(final)+".cutover-stage")
-}
-
-// inventoryScript lists the directory $1, creating it (0700) when missing and $2 is
-// "create", with its missing parents 0755 as the package manager makes them, whatever the
-// umask of the login: the login's uid and gid as "UID GID" NUL, the directory's own mode and
-// owner as "MODE UID GID" NUL, then every entry as "TYPE MODE SIZE MTIME UID GID ./NAME" NUL
-// "LINKTARGET" NUL. A missing directory that is not to be created prints "absent" NUL.
-const inventoryScript = `set -e
-umask 022
-if [ -L "$1" ] || { [ -e "$1" ] && [ ! -d "$1" ]; }; then echo "$1 is not a directory" >&2; exit 1; fi
-if [ ! -e "$1" ] && [ "$2" != create ]; then printf 'absent\0'; exit 0; fi
-if [ ! -e "$1" ]; then
-	mkdir -p -- "$(dirname -- "$1")"
-	umask 077
-	mkdir -p -- "$1"
-fi
-cd -- "$1"
-printf '%s %s\0' "$(id -u)" "$(id -g)"
-find . -maxdepth 0 -printf '%#m %U %G\0'
-find . -mindepth 1 -printf '%y %#m %s %T@ %U %G %p\0%l\0'`
-
-// nodeEntry is what a node holds at a name of a directory.
-type nodeEntry struct {
-	kind     byte
-	mode     fs.FileMode
-	size     int64
-	mtime    int64
-	uid, gid uint32
-	target   string
-}
-
-// listing is what a node's directory holds.
-type listing struct {
-	entries  map[string]nodeEntry
-	root     nodeEntry // the directory itself: its mode and owner
-	uid, gid uint32    // the login's: what tar on the node makes the entries it creates owned by
-}
-
-// inventory reads what the node's directory dir holds; create makes a missing dir, otherwise
-// a missing dir gives a nil listing. The listing streams from the node (Conn.RunOutput), so a
-// tree of any number of entries is read whole, never cut at a read limit.
-func inventory(ctx context.Context, c Conn, dir string, create bool) (*listing, error) {
-	how := ""
-	if create {
-		how = "create"
-	}
-	l := &listing{entries: map[string]nodeEntry{}}
-	absent := false
-	n := 0
-	var header string
-	bad := func(what []byte) error {
-		return fmt.Errorf("unexpected listing of %s: %q", dir, what)
-	}
-	rec := &records{seps: "\x00", fn: func(f []byte) error {
-		defer func() { n++ }()
-		switch {
-		case n == 0 && string(f) == "absent":
-			absent = true
-		case absent:
-			return bad(f)
-		case n == 0:
-			ids := strings.Fields(string(f))
-			uid, err1 := parseID(ids, 0)
-			gid, err2 := parseID(ids, 1)
-			if len(ids) != 2 || err1 != nil || err2 != nil {
-				return bad(f)
-			}
-			l.uid, l.gid = uid, gid
-		case n == 1:
-			parts := strings.Fields(string(f))
-			m, err := strconv.ParseUint(firstOr(parts), 8, 32)
-			uid, err1 := parseID(parts, 1)
-			gid, err2 := parseID(parts, 2)
-			if len(parts) != 3 || err != nil || err1 != nil || err2 != nil {
-				return bad(f)
-			}
-			l.root = nodeEntry{kind: 'd', mode: unixPerm(uint32(m)), uid: uid, gid: gid}
-		case n%2 == 0:
-			header = string(f)
-		default:
-			parts := strings.SplitN(header, " ", 7)
-			if len(parts) != 7 || len(parts[0]) != 1 || !strings.HasPrefix(parts[6], "./") {
-				return bad([]byte(header))
-			}
-			m, err1 := strconv.ParseUint(parts[1], 8, 32)
-			size, err2 := strconv.ParseInt(parts[2], 10, 64)
-			mtime, err3 := parseFindTime(parts[3])
-			uid, err4 := parseID(parts, 4)
-			gid, err5 := parseID(parts, 5)
-			if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-				return bad([]byte(header))
-			}
-			l.entries[parts[6][2:]] = nodeEntry{kind: parts[0][0], mode: unixPerm(uint32(m)), size: size, mtime: mtime,
-				uid: uid, gid: gid, target: string(f)}
-		}
-		return nil
-	}}
-	if _, err := c.RunOutput(ctx, rec, "sh", "-c", inventoryScript, "cutover-stage", dir, how); err != nil {
-		return nil, err
-	}
-	if err := rec.end(); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Node(), err)
-	}
-	switch {
-	case absent:
-		return nil, nil
-	case n < 2 || n%2 != 0:
-		return nil, fmt.Errorf("%s: the listing of %s ended early", c.Node(), dir)
-	}
-	return l, nil
-}
-
-// parseID parses the i-th of fields as a uid or gid.
-func parseID(fields []string, i int) (uint32, error) {
-	if i >= len(fields) {
-		return 0, errors.New("missing")
-	}
-	v, err := strconv.ParseUint(fields[i], 10, 32)
-	return uint32(v), err
-}
-
-func firstOr(fields []string) string {
-	if len(fields) == 0 {
-		return ""
-	}
-	return fields[0]
-}
-
-// parseFindTime converts a time as find's %T@ prints it ("1732300000.1234567890") to Unix
-// nanoseconds, so a file rewritten within the same second as the source still differs.
-func parseFindTime(s string) (int64, error) {
-	sec, frac, _ := strings.Cut(s, ".")
-	secs, err := strconv.ParseInt(sec, 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	frac = (frac + "000000000")[:9]
-	ns, err := strconv.ParseInt(frac, 10, 64)
-	if err != nil || ns < 0 {
-		return 0, fmt.Errorf("bad time %q", s)
-	}
-	return secs*1e9 + ns, nil
 }
 
 // sumsScript prints the SHA-256 of the files of the directory $1 named on standard input
@@ -233,18 +90,9 @@ func sumsOf(ctx context.Context, c Conn, dir string, names []string, out map[str
 		return err
 	}
 	for _, rec := range bytes.FieldsFunc(res.Stdout, func(r rune) bool { return r == 0 || r == '\n' }) {
-		// "SUM *./NAME" (OpenSSL) or "SUM  ./NAME" (coreutils).
-		sum, name, ok := strings.Cut(string(rec), " ")
-		if ok && len(name) > 0 && (name[0] == '*' || name[0] == ' ') {
-			name = name[1:]
-		} else {
-			ok = false
+		if err := parseSum(c.Node(), dir, rec, out); err != nil {
+			return err
 		}
-		name, dot := strings.CutPrefix(name, "./")
-		if !ok || !dot || len(sum) != 64 {
-			return fmt.Errorf("%s: unexpected checksum line in %s: %q", c.Node(), dir, rec)
-		}
-		out[name] = sum
 	}
 	return nil
 }
@@ -363,72 +211,53 @@ const tarBuffer = 256 << 10
 // Progress is told how many bytes of file contents went to a node.
 type Progress func(bytes int64)
 
+// Sent is what Send sent to a node and what it found there once the node's temporary
+// directory held the tree.
+type Sent struct {
+	// Bytes counts the bytes of file contents sent.
+	Bytes int64
+	// listing is the temporary directory as checked: listed, then every file checksummed.
+	listing *listing
+	// digest is the SHA-256 of the listing as the node printed it: Place refuses a directory
+	// that no longer lists so.
+	digest string
+}
+
 // Send brings the node's temporary directory for final to hold exactly t: it removes what
 // does not belong there, sends what the node lacks as one tar stream extracted by tar on the
-// node, and checks every entry against the manifest. It returns the bytes of file contents
-// sent. Nothing outside the temporary directory changes, so Send may be interrupted and run
-// again at any time: a rerun sends only what is still missing.
-func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress) (int64, error) {
+// node, and checks every entry against the manifest, listing and checksumming what arrived in
+// one command. Nothing outside the temporary directory changes, so Send may be interrupted
+// and run again at any time: a rerun sends only what is still missing. The Sent it returns, with an error too, counts the bytes of file
+// contents sent; without an error, Place puts what Send checked in place.
+//
+// A node without the temporary directory, as every node is at a first stage, gets the whole
+// tree at once, from the command that makes the directory: one command sends, one checks.
+// Where the directory is there already (what an interrupted run left), that command reads
+// nothing and Send lists it and sends only what is missing, as above; progress may then have
+// been told of some bytes of the first stream that the node did not take, which Sent.Bytes
+// does not count.
+func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress) (*Sent, error) {
+	out := &Sent{}
 	tmp := TempDir(final)
-	got, err := inventory(ctx, c, tmp, true)
-	if err != nil {
-		return 0, fmt.Errorf("%s: read %s: %w", c.Node(), tmp, err)
-	}
-	remove, send := plan(t, got.entries)
-	if send, err = checkKept(ctx, c, t, tmp, send); err != nil {
-		return 0, fmt.Errorf("%s: check %s: %w", c.Node(), tmp, err)
-	}
-	if len(remove) > 0 {
-		argv := []string{"sh", "-c", `cd -- "$1" && shift && rm -rf -- "$@"`, "cutover-stage", tmp}
-		for _, name := range remove {
-			argv = append(argv, "./"+name)
-		}
-		if _, err := c.Run(ctx, argv...); err != nil {
-			return 0, fmt.Errorf("%s: clean %s: %w", c.Node(), tmp, err)
-		}
-	}
-	var sent int64
-	if len(send) > 0 {
-		pr, pw := io.Pipe()
-		written := make(chan int64, 1)
-		go func() {
-			// Buffered, so that the channel gets full SSH packets: tar writes 512-byte
-			// headers and paddings that would otherwise each travel as a packet of their own.
-			bw := bufio.NewWriterSize(pw, tarBuffer)
-			n, err := writeTar(bw, t, send, progress)
-			if err == nil {
-				err = bw.Flush()
-			}
-			pw.CloseWithError(err)
-			written <- n
-		}()
-		// Records of 128 KiB (-b 256) rather than tar's 10 KiB: a twelfth of the reads and
-		// writes; GNU tar reads standard input record by record whatever its length.
-		_, err := c.RunInput(ctx, pr, "tar", "-x", "-p", "--no-same-owner", "-b", "256", "-f", "-", "-C", tmp)
-		// A node that stopped reading leaves the writer blocked on the pipe; closing it ends
-		// the writer, whose count is read only once it has ended.
-		pr.CloseWithError(io.ErrClosedPipe)
-		sent = <-written
+	send := t.Entries
+	n, err := streamTar(ctx, c, t, send, progress, "sh", "-c", freshScript, "cutover-stage", tmp)
+	out.Bytes = n
+	if code, ok := nodes.ExitCode(err); ok && code == exitNotFresh {
+		out.Bytes = 0
+		send, err = sendMissing(ctx, c, t, tmp, progress, out)
 		if err != nil {
-			return sent, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
+			return out, err
 		}
+	} else if err != nil {
+		return out, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
 	}
 	// Every file sent is checked against its checksum; the rest were checked before.
-	var names []string
-	for _, e := range send {
-		if e.Kind == 'f' {
-			names = append(names, e.Name)
-		}
-	}
-	got, err = inventory(ctx, c, tmp, true)
-	if err == nil && len(names) > 0 {
-		var have map[string]string
-		if have, err = sums(ctx, c, tmp, names); err == nil {
-			for _, e := range send {
-				if e.Kind == 'f' && have[e.Name] != e.Sum {
-					err = fmt.Errorf("%s arrived with other contents (checksum)", e.Name)
-					break
-				}
+	got, digest, have, err := checkSent(ctx, c, tmp)
+	if err == nil {
+		for _, e := range send {
+			if e.Kind == 'f' && have[e.Name] != e.Sum {
+				err = fmt.Errorf("%s arrived with other contents (checksum)", e.Name)
+				break
 			}
 		}
 	}
@@ -436,9 +265,124 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 		err = verify(t, got)
 	}
 	if err != nil {
-		return sent, fmt.Errorf("%s: %s does not match the manifest: %w", c.Node(), tmp, err)
+		return out, fmt.Errorf("%s: %s does not match the manifest: %w", c.Node(), tmp, err)
 	}
-	return sent, nil
+	out.listing, out.digest = got, digest
+	return out, nil
+}
+
+// freshScript makes the temporary directory $1 (0700, its missing parents 0755 as the package
+// manager makes them, whatever the umask of the login) and extracts the tar stream of its
+// standard input into it, in records of 128 KiB (-b 256) rather than tar's 10 KiB: a twelfth
+// of the reads and writes (GNU tar reads standard input record by record whatever its
+// length). Where $1 is there already, what an interrupted run left, it exits exitNotFresh
+// without reading anything.
+const freshScript = `set -e
+if [ -e "$1" ] || [ -L "$1" ]; then exit 3; fi
+umask 022
+mkdir -p -- "$(dirname -- "$1")"
+(umask 077 && mkdir -- "$1")
+exec tar -x -p --no-same-owner -b 256 -f - -C "$1"`
+
+// exitNotFresh is freshScript's exit status for a temporary directory that is there already.
+const exitNotFresh = 3
+
+// sendMissing brings the node's temporary directory tmp, which an interrupted run left, to
+// hold t: it lists it, removes what does not belong there, checksums the files that pass the
+// quick check and sends what is missing or differs as one tar stream. It returns the entries
+// it sent, and adds their bytes to out.
+func sendMissing(ctx context.Context, c Conn, t *Tree, tmp string, progress Progress, out *Sent) ([]Entry, error) {
+	got, err := inventory(ctx, c, tmp, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", c.Node(), tmp, err)
+	}
+	remove, send := plan(t, got.entries)
+	if send, err = checkKept(ctx, c, t, tmp, send); err != nil {
+		return nil, fmt.Errorf("%s: check %s: %w", c.Node(), tmp, err)
+	}
+	if len(remove) > 0 {
+		argv := []string{"sh", "-c", `cd -- "$1" && shift && rm -rf -- "$@"`, "cutover-stage", tmp}
+		for _, name := range remove {
+			argv = append(argv, "./"+name)
+		}
+		if _, err := c.Run(ctx, argv...); err != nil {
+			return nil, fmt.Errorf("%s: clean %s: %w", c.Node(), tmp, err)
+		}
+	}
+	if len(send) == 0 {
+		return nil, nil
+	}
+	n, err := streamTar(ctx, c, t, send, progress, "tar", "-x", "-p", "--no-same-owner", "-b", "256", "-f", "-", "-C", tmp)
+	out.Bytes += n
+	if err != nil {
+		return nil, fmt.Errorf("%s: send %s: %w", c.Node(), tmp, err)
+	}
+	return send, nil
+}
+
+// streamTar sends the entries of t as a tar stream to the standard input of argv on the node,
+// and returns the bytes of file contents written to the stream.
+func streamTar(ctx context.Context, c Conn, t *Tree, entries []Entry, progress Progress, argv ...string) (int64, error) {
+	pr, pw := io.Pipe()
+	written := make(chan int64, 1)
+	go func() {
+		// Buffered, so that the channel gets full SSH packets: tar writes 512-byte headers
+		// and paddings that would otherwise each travel as a packet of their own.
+		bw := bufio.NewWriterSize(pw, tarBuffer)
+		n, err := writeTar(bw, t, entries, progress)
+		if err == nil {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
+		written <- n
+	}()
+	_, err := c.RunInput(ctx, pr, argv...)
+	// A node that stopped reading leaves the writer blocked on the pipe; closing it ends the
+	// writer, whose count is read only once it has ended.
+	pr.CloseWithError(io.ErrClosedPipe)
+	return <-written, err
+}
+
+// checkScript lists the directory $1 (list) and follows the listing with markerSums and the
+// SHA-256 of every file in it, as the sums script prints them, each record ended by a NUL; $2
+// is the sums script's. The listing comes first: a file changed after it has another stamp.
+const checkScript = listFunction + `set -e
+list "$1"
+printf '%s\0' ` + markerSums + `
+cd -- "$1"
+if [ "$2" != coreutils ] && openssl dgst -sha256 -r </dev/null >/dev/null 2>&1; then
+	find . -type f -print0 | xargs -0 -r openssl dgst -sha256 -r | tr '\n' '\0'
+else
+	find . -type f -print0 | xargs -0 -r sha256sum -z --
+fi`
+
+// checkSent lists the node's directory tmp and checksums every file in it, in one command; it
+// returns the listing, the SHA-256 of the listing as the node printed it and the checksums.
+func checkSent(ctx context.Context, c Conn, tmp string) (*listing, string, map[string]string, error) {
+	p := newListingReader(tmp)
+	p.digest = sha256.New()
+	have := map[string]string{}
+	p.marker = func(mark string) (func([]byte) error, error) {
+		if mark != markerSums {
+			return nil, fmt.Errorf("unexpected listing of %s: %q", tmp, mark)
+		}
+		return func(rec []byte) error { return parseSum(c.Node(), tmp, rec, have) }, nil
+	}
+	rec := &records{seps: "\x00", fn: p.record}
+	if _, err := c.RunOutput(ctx, rec, "sh", "-c", checkScript, "cutover-stage", tmp, hasher); err != nil {
+		return nil, "", nil, err
+	}
+	if err := rec.end(); err != nil {
+		return nil, "", nil, fmt.Errorf("%s: %w", c.Node(), err)
+	}
+	if p.after == nil {
+		return nil, "", nil, fmt.Errorf("%s: the listing of %s ended early", c.Node(), tmp)
+	}
+	l, err := p.result(c.Node())
+	if err == nil && l == nil {
+		err = fmt.Errorf("%s is missing", tmp)
+	}
+	return l, hex.EncodeToString(p.digest.Sum(nil)), have, err
 }
 
 // writeTar writes entries of the tree t as a tar stream and returns the bytes of file
@@ -553,26 +497,51 @@ func (f *treeFiles) copy(w io.Writer, e Entry) error {
 	return nil
 }
 
-// placeScript gives the temporary directory $1 the mode $3 and renames it to $2, which must
-// not exist. Every file and directory of the tree is on disk before the rename (a syncfs of
-// the tree's file system, or a sync of all where sync cannot name one), and the rename is on
-// disk before the script ends (an fsync of the parent directory): a power cut leaves either
-// no tree at $2 or the whole tree, never a tree whose files are empty.
-const placeScript = `set -e
+// receiveScript writes standard input, of $2 bytes, to a temporary file beside the manifest
+// $1 (receive), for placeScript to put in place.
+const receiveScript = receiveManifest + `set -e
+receive "$1" "$2"`
+
+// placeScript puts the temporary directory $1 in place as $2, which must not exist, with its
+// manifest $4, received beside it (receiveScript). The directory must still list (list) as it
+// did when it was checked: the SHA-256 of its listing must be $5. It gives the directory the
+// mode $3. Every file and directory of the tree, and the manifest, are on disk before the
+// renames (a syncfs of the tree's file system, or a sync of all where sync cannot name one);
+// the manifest's rename is on disk before the tree's (an fsync of the parent directory), and
+// the tree's before the script ends: a power cut leaves either no tree at $2 or the whole
+// tree with its manifest, never a tree whose files are empty.
+const placeScript = listFunction + `set -e
 if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 exists" >&2; exit 1; fi
+mt=$(dirname -- "$4")/.$(basename -- "$4").tmp
+if [ -L "$mt" ] || [ ! -f "$mt" ]; then echo "the manifest $mt is missing" >&2; exit 1; fi
+d=$(list "$1" | sha256sum)
+if [ "${d%% *}" != "$5" ]; then echo "$1 changed since it was checked" >&2; exit 1; fi
 chmod "$3" -- "$1"
 sync -f -- "$1" 2>/dev/null || sync
+mv -f -T -- "$mt" "$4"
+sync -- "$(dirname -- "$4")" 2>/dev/null || sync
 mv -T -- "$1" "$2"
 sync -- "$(dirname -- "$2")" 2>/dev/null || sync`
 
-// Place records the tree's manifest beside final (Record) and renames the node's verified
-// temporary directory for final into place with the tree's mode, its contents, manifest and
-// the rename durable on the node's disk when Place returns.
-func Place(ctx context.Context, c Conn, t *Tree, final string) error {
-	if err := Record(ctx, c, t, TempDir(final), final); err != nil {
+// Place puts the node's temporary directory for final, as Send left it (sent), in place: it
+// sends the tree's manifest, with the stamps of the files Send checked, then gives the
+// directory the tree's mode and renames it and the manifest into place, refusing a directory
+// that changed since Send checked it. Its contents, the manifest and the renames are durable
+// on the node's disk when Place returns.
+func Place(ctx context.Context, c Conn, t *Tree, final string, sent *Sent) error {
+	if sent == nil || sent.listing == nil {
+		return fmt.Errorf("%s: put %s in place: the tree was not sent and checked", c.Node(), final)
+	}
+	tmp := TempDir(final)
+	data, err := recordOf(c, t, sent.listing, tmp, false)
+	if err != nil {
 		return err
 	}
-	_, err := c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", TempDir(final), final, fmt.Sprintf("%04o", tarMode(t.Mode)))
+	manifest := ManifestPath(final)
+	if _, err := c.RunInput(ctx, bytes.NewReader(data), "sh", "-c", receiveScript, "cutover-stage", manifest, strconv.Itoa(len(data))); err != nil {
+		return fmt.Errorf("%s: send the manifest of %s: %w", c.Node(), final, err)
+	}
+	_, err = c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", tmp, final, fmt.Sprintf("%04o", tarMode(t.Mode)), manifest, sent.digest)
 	if err != nil {
 		return fmt.Errorf("%s: put %s in place: %w", c.Node(), final, err)
 	}

@@ -121,7 +121,7 @@ func TestSendAndPlace(t *testing.T) {
 
 			// Interrupted after the first file's bytes: the copy fails, nothing is in place.
 			cut, cancel := context.WithCancel(ctx)
-			sent, err := staging.Send(cut, tg.conn, tree, tg.final, func(int64) { cancel() })
+			_, err := staging.Send(cut, tg.conn, tree, tg.final, func(int64) { cancel() })
 			cancel()
 			if err == nil {
 				t.Fatal("Send interrupted halfway: err = nil")
@@ -131,17 +131,17 @@ func TestSendAndPlace(t *testing.T) {
 			}
 
 			// The rerun finishes, sending no more than everything.
-			sent, err = staging.Send(ctx, tg.conn, tree, tg.final, nil)
+			sent, err := staging.Send(ctx, tg.conn, tree, tg.final, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sent > tree.Bytes {
-				t.Errorf("the rerun sent %d bytes, more than the tree's %d", sent, tree.Bytes)
+			if sent.Bytes > tree.Bytes {
+				t.Errorf("the rerun sent %d bytes, more than the tree's %d", sent.Bytes, tree.Bytes)
 			}
 
 			// A third run sends nothing.
-			if sent, err = staging.Send(ctx, tg.conn, tree, tg.final, nil); err != nil || sent != 0 {
-				t.Errorf("Send of a complete copy sent %d bytes (err %v), want 0", sent, err)
+			if sent, err = staging.Send(ctx, tg.conn, tree, tg.final, nil); err != nil || sent.Bytes != 0 {
+				t.Errorf("Send of a complete copy sent %d bytes (err %v), want 0", sent.Bytes, err)
 			}
 
 			// Damage what the node holds: a changed file, an extra file, a mode, a file
@@ -175,14 +175,14 @@ func TestSendAndPlace(t *testing.T) {
 			if sent, err = staging.Send(ctx, tg.conn, tree, tg.final, nil); err != nil {
 				t.Fatal(err)
 			}
-			if want := int64(len("read me\n") + len("key\n") + len("deep\n")); sent != want {
-				t.Errorf("the repair sent %d bytes, want %d (the changed files and the file whose mode changed)", sent, want)
+			if want := int64(len("read me\n") + len("key\n") + len("deep\n")); sent.Bytes != want {
+				t.Errorf("the repair sent %d bytes, want %d (the changed files and the file whose mode changed)", sent.Bytes, want)
 			}
 
 			if ok, err := staging.Installed(ctx, tg.conn, tree, tg.final); ok || err != nil {
 				t.Errorf("Installed before Place = %v, %v; want false, nil", ok, err)
 			}
-			if err := staging.Place(ctx, tg.conn, tree, tg.final); err != nil {
+			if err := staging.Place(ctx, tg.conn, tree, tg.final, sent); err != nil {
 				t.Fatal(err)
 			}
 			if ok, err := staging.Installed(ctx, tg.conn, tree, tg.final); !ok || err != nil {
@@ -198,7 +198,7 @@ func TestSendAndPlace(t *testing.T) {
 			if _, err := os.Lstat(tmp); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the temporary directory is still there: %v", err)
 			}
-			if err := staging.Place(ctx, tg.conn, tree, tg.final); err == nil {
+			if err := staging.Place(ctx, tg.conn, tree, tg.final, sent); err == nil {
 				t.Error("Place over an existing version: err = nil")
 			}
 			if err := os.WriteFile(filepath.Join(tg.final, "usr/lib/libapp.so"), []byte("other"), 0o644); err != nil {
@@ -271,15 +271,15 @@ func TestNodeKilledMidTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent >= tree.Bytes {
-		t.Errorf("the rerun sent %d of %d bytes: it sent again what had arrived", sent, tree.Bytes)
+	if sent.Bytes >= tree.Bytes {
+		t.Errorf("the rerun sent %d of %d bytes: it sent again what had arrived", sent.Bytes, tree.Bytes)
 	}
-	if err := staging.Place(ctx, conn, tree, final); err != nil {
+	if err := staging.Place(ctx, conn, tree, final, sent); err != nil {
 		t.Fatal(err)
 	}
 	got, err := staging.ReadTree(final)
 	if err != nil || !got.Equal(tree) {
 		t.Fatalf("the placed tree differs from the source (err %v)", err)
 	}
-	t.Logf("first copy cut off after %d of %d bytes; the rerun sent %d", seen, tree.Bytes, sent)
+	t.Logf("first copy cut off after %d of %d bytes; the rerun sent %d", seen, tree.Bytes, sent.Bytes)
 }

@@ -2,6 +2,7 @@ package staging
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 )
 
@@ -15,16 +16,28 @@ const maxRecord = 64 << 10
 // memory its entries take, never cut at a read limit. The first failure (fn's error, or a
 // record past maxRecord) stops the parsing; the writer then discards the rest without
 // failing the command, and end reports it.
+//
+// When fn returns errRest, the rest of the output, from the byte after that record's
+// separator to the end, goes to rest unsplit (a manifest after a listing).
 type records struct {
 	seps string
 	fn   func(rec []byte) error
+	rest *limitBuffer
 	buf  []byte
 	err  error
+	raw  bool // the output goes to rest
 }
+
+// errRest is what records' fn returns for a record after which the output goes to rest.
+var errRest = errors.New("the rest of the output is not split into records")
 
 func (r *records) Write(p []byte) (int, error) {
 	n := len(p)
 	for r.err == nil && len(p) > 0 {
+		if r.raw {
+			r.rest.Write(p)
+			break
+		}
 		i := bytes.IndexAny(p, r.seps)
 		if i < 0 {
 			if len(r.buf)+len(p) > maxRecord {
@@ -43,6 +56,9 @@ func (r *records) Write(p []byte) (int, error) {
 			rec = append(r.buf, rec...)
 		}
 		r.err = r.fn(rec)
+		if errors.Is(r.err, errRest) && r.rest != nil {
+			r.err, r.raw = nil, true
+		}
 		r.buf = r.buf[:0]
 		p = p[i+1:]
 	}

@@ -11,12 +11,15 @@
 // The copy is a tar stream over one plain command per node (tar on the node extracts it), so
 // it works whether or not the node's sshd has an SFTP subsystem, and costs one session per
 // node whatever the number of files. What a node holds is listed by a stream and checksummed
-// in batches, so a tree of any size is read whole, never cut at a command's read limit.
+// in batches, so a tree of any size is read whole, never cut at a command's read limit; a
+// listing and what a check needs with it (the checksums of what arrived, the manifest) come
+// in one command, since every command is a session of its own.
 //
-// A placed tree keeps its manifest beside it (manifest.go: ManifestPath): [Compare] judges a
-// node's tree against the source and [Verify] against its manifest, both by the SHA-256 of
-// every file computed on the node, never by sizes and times. The package does not import
-// upgrade.
+// A placed tree keeps its manifest beside it (manifest.go: ManifestPath): [Verify] judges a
+// node's tree against its manifest by the SHA-256 of every file computed on the node, never
+// by sizes and times; [Compare] judges it against the source the same way, except that a
+// file that keeps the stamp (device, inode, ctime) its manifest recorded when its checksum
+// was checked is not read again. The package does not import upgrade.
 package staging
 
 import (

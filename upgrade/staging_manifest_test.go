@@ -49,7 +49,7 @@ func TestStagedTreeAltered(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(share, "cutover/migrations"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: v, Source: src}); err != nil {
+	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: v, Source: src}); err != nil {
 		t.Fatal(err)
 	}
 	// Both trees keep their manifests beside them.
@@ -108,8 +108,8 @@ func TestStagedTreeAltered(t *testing.T) {
 	}
 
 	const named = "usr/sbin/app has other contents (checksum)"
-	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: v, Source: src})
-	if err == nil || !upgrade.IsBadInput(err) || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), "--replace") {
+	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: v, Source: src})
+	if err == nil || upgrade.IsBadInput(err) || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), "--replace") {
 		t.Errorf("second stage over the altered tree: err = %v, want a refusal naming %q and --replace", err, named)
 	}
 	if err := dryRun(true); err == nil || !strings.Contains(err.Error(), host) || !strings.Contains(err.Error(), named) ||
@@ -124,7 +124,7 @@ func TestStagedTreeAltered(t *testing.T) {
 	}
 
 	// --replace stages it again; a tree half gone is not installed either.
-	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: v, Source: src, Replace: true}); err != nil {
+	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: v, Source: src, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	if ns := status(); !slices.Contains(ns.Installed, v) || ns.Error != "" {

@@ -66,7 +66,7 @@ func TestStageVersion(t *testing.T) {
 		}
 	}
 
-	res, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.2.0", Source: src})
+	res, err := upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.2.0", Source: src})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,22 +75,22 @@ func TestStageVersion(t *testing.T) {
 		t.Errorf("first stage: sent %d of %d bytes in run %d; want everything, journaled", res.Sent, res.TreeBytes, res.Run)
 	}
 
-	res, err = upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.2.0", Source: src})
+	res, err = upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.2.0", Source: src})
 	if err != nil || res.Sent != 0 || len(res.Already) != 1 {
 		t.Errorf("restage: sent %d, already on %v, err %v; want nothing sent", res.Sent, res.Already, err)
 	}
 
 	// Refusals change nothing.
-	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.0.0", Source: src}); err == nil || !upgrade.IsBadInput(err) {
-		t.Errorf("stage of the live version: err = %v, want bad input", err)
+	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.0.0", Source: src}); err == nil || !upgrade.IsBadInput(err) {
+		t.Errorf("stage of a version the source does not hold: err = %v, want bad input", err)
 	}
 	changed := sc.path("usr/lib/app/1.2.0/usr/sbin/app")
 	if err := os.WriteFile(changed, []byte("tampered"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.2.0", Source: src})
-	if err == nil || !upgrade.IsBadInput(err) || !strings.Contains(err.Error(), "usr/sbin/app") || !strings.Contains(err.Error(), "--replace") {
-		t.Errorf("stage over a differing copy: err = %v, want bad input naming the file and --replace", err)
+	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.2.0", Source: src})
+	if err == nil || upgrade.IsBadInput(err) || !strings.Contains(err.Error(), "usr/sbin/app") || !strings.Contains(err.Error(), "--replace") {
+		t.Errorf("stage over a differing copy: err = %v, want a refusal of the check (exit 1) naming the file and --replace", err)
 	}
 	if data, _ := os.ReadFile(changed); string(data) != "tampered" {
 		t.Error("a refused stage changed the installed copy")
@@ -99,12 +99,12 @@ func TestStageVersion(t *testing.T) {
 	// --replace, from a .tar.gz this time.
 	tgz := filepath.Join(t.TempDir(), "app-1.2.0.tar.gz")
 	writeTarGz(t, src, tgz)
-	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.2.0", Source: tgz, Replace: true}); err != nil {
+	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.2.0", Source: tgz, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	// A version the archive does not hold: the refusal names the archive and the entry it
 	// lacks, not the private directory the archive was unpacked into.
-	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.3.0", Source: tgz})
+	_, err = upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.3.0", Source: tgz})
 	if err == nil || !upgrade.IsBadInput(err) || strings.Contains(err.Error(), "stage-source-") ||
 		!strings.Contains(err.Error(), tgz+" must hold ") || !strings.Contains(err.Error(), "1.3.0: no such file or directory") {
 		t.Errorf("stage of a version the archive lacks: err = %v, want bad input naming %s and the missing tree", err, tgz)

@@ -9,14 +9,14 @@ import (
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
-// stagePlace renames the checked temporary directories into place on every node, the share
+// stagingPlace renames the checked temporary directories into place on every node, the share
 // tree last, each after its manifest is recorded beside it: the version counts as installed
 // only once both trees are there. With --replace, a differing copy is first moved aside and
 // removed after. A tree the node held without its manifest gets its manifest.
-type stagePlace struct{ job *stageJob }
+type stagingPlace struct{ job *stagingJob }
 
-func (stagePlace) Name() string { return "place" }
-func (stagePlace) Where() Where { return OnAll }
+func (stagingPlace) Name() string { return "place" }
+func (stagingPlace) Where() Where { return OnAll }
 
 // asideScript moves $1 aside to $2 (which must not exist), unless $1 is gone already.
 const asideScript = `set -e
@@ -24,14 +24,14 @@ const asideScript = `set -e
 rm -rf -- "$2"
 mv -T -- "$1" "$2"`
 
-func (s stagePlace) Run(ctx context.Context, r *Run) error {
+func (s stagingPlace) Run(ctx context.Context, r *Run) error {
 	j := s.job
 	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
 		c, err := streamConn(lc)
 		if err != nil {
 			return onNode(n.Name, err)
 		}
-		states := j.nodeStates(n.Name)
+		states, sent := j.nodeStates(n.Name), j.nodeSent(n.Name)
 		for i, t := range []struct {
 			tree *staging.Tree
 			dir  string
@@ -52,7 +52,7 @@ func (s stagePlace) Run(ctx context.Context, r *Run) error {
 					return fmt.Errorf("move %s aside: %w", t.dir, err)
 				}
 			}
-			if err := staging.Place(ctx, c, t.tree, t.dir); err != nil {
+			if err := staging.Place(ctx, c, t.tree, t.dir, sent[i]); err != nil {
 				return err
 			}
 			if states[i] == treeDiffers {

@@ -9,14 +9,14 @@ import (
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
-// stageSend brings both trees into their hidden temporary directories on every node that
+// stagingSend brings both trees into their hidden temporary directories on every node that
 // lacks them, sending only what is missing, and checks them against the manifest.
-type stageSend struct{ job *stageJob }
+type stagingSend struct{ job *stagingJob }
 
-func (stageSend) Name() string { return "send" }
-func (stageSend) Where() Where { return OnAll }
+func (stagingSend) Name() string { return "send" }
+func (stagingSend) Where() Where { return OnAll }
 
-func (s stageSend) Run(ctx context.Context, r *Run) error {
+func (s stagingSend) Run(ctx context.Context, r *Run) error {
 	j := s.job
 	var done atomic.Int64
 	total := int64(len(r.Online) - len(j.alreadyNodes(nodeNames(r.Online))))
@@ -31,7 +31,7 @@ func (s stageSend) Run(ctx context.Context, r *Run) error {
 			case <-stop:
 				return
 			case <-tick.C:
-				r.Wait("%s of at most %s sent, %d of %d nodes done", megabytes(j.sent.Load()), megabytes(need), done.Load(), total)
+				r.Wait("%s of at most %s sent, %d of %d nodes done", megabytes(j.bytes.Load()), megabytes(need), done.Load(), total)
 			}
 		}
 	}()
@@ -49,13 +49,18 @@ func (s stageSend) Run(ctx context.Context, r *Run) error {
 			if states[i].held() {
 				continue
 			}
-			if _, err := staging.Send(ctx, c, t.tree, t.dir, func(b int64) { j.sent.Add(b) }); err != nil {
+			// The progress is shown as it comes; the count is Send's (see staging.Send).
+			var shown atomic.Int64
+			sent, err := staging.Send(ctx, c, t.tree, t.dir, func(b int64) { shown.Add(b); j.bytes.Add(b) })
+			j.bytes.Add(sent.Bytes - shown.Load())
+			if err != nil {
 				return err
 			}
+			j.setSent(n.Name, i, sent)
 		}
 		return nil
 	})
-	r.Note("%s sent", megabytes(j.sent.Load()))
+	r.Note("%s sent", megabytes(j.bytes.Load()))
 	return err
 }
 

@@ -11,16 +11,16 @@ import (
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
-// stageCheck refuses, on any online node and before anything is sent, a version that is live
+// stagingCheck refuses, on any online node and before anything is sent, a version that is live
 // there, an existing copy that differs from the source (unless --replace) and a file system
 // without room for the trees; it notes the nodes that hold the version already.
-type stageCheck struct{ job *stageJob }
+type stagingCheck struct{ job *stagingJob }
 
-func (stageCheck) Name() string { return "check" }
-func (stageCheck) Where() Where { return OnAll }
+func (stagingCheck) Name() string { return "check" }
+func (stagingCheck) Where() Where { return OnAll }
 
 // ReadOnly marks a stage that changes nothing.
-func (stageCheck) ReadOnly() {}
+func (stagingCheck) ReadOnly() {}
 
 // treeState is what a node holds of one tree of the version to stage.
 type treeState int
@@ -35,7 +35,7 @@ const (
 // held reports whether a node holds the tree already: nothing is sent for it.
 func (s treeState) held() bool { return s == treeSame || s == treeUnrecorded }
 
-func (s stageCheck) Run(ctx context.Context, r *Run) error {
+func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 	j := s.job
 	dir, err := r.Layout.VersionDir(j.version)
 	if err != nil {
@@ -50,7 +50,8 @@ func (s stageCheck) Run(ctx context.Context, r *Run) error {
 		live, err := r.Layout.Live(ctx, lc)
 		switch {
 		case err == nil && live == dir:
-			return onNode(n.Name, badInput(fmt.Errorf("%s is the live version: staging never touches the live version", j.version)))
+			// A refusal of the check, like every other command's (exit 1), not bad input.
+			return onNode(n.Name, fmt.Errorf("%s is the live version: staging never touches the live version", j.version))
 		case err != nil && !layout.IsNotSideBySide(err):
 			return onNode(n.Name, err)
 		}
@@ -101,7 +102,7 @@ func (s stageCheck) Run(ctx context.Context, r *Run) error {
 		return err
 	}
 	if len(differ) > 0 && !j.replace {
-		return badInput(fmt.Errorf("%s is installed but differs from what is to be staged: %s; pass --replace to replace it", j.version, strings.Join(differ, "; ")))
+		return fmt.Errorf("%s is installed but differs from what is to be staged: %s; pass --replace to replace it", j.version, strings.Join(differ, "; "))
 	}
 	if n := len(j.already); n > 0 {
 		r.Note("%s already staged on %s", j.version, plural(n, "node"))

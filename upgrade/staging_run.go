@@ -18,8 +18,8 @@ import (
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
-// StageOptions are what the operator asked of `cutover stage`.
-type StageOptions struct {
+// StagingOptions are what the operator asked of `cutover stage`.
+type StagingOptions struct {
 	// Version is the version to stage.
 	Version string
 	// Source is a directory or a .tar.gz holding <libdir>/<app>/<VERSIONDIR> and
@@ -36,8 +36,8 @@ type StageOptions struct {
 	Hostname string
 }
 
-// StageResult describes a finished stage run, successful or not.
-type StageResult struct {
+// StagingResult describes a finished stage run, successful or not.
+type StagingResult struct {
 	Run        uint64
 	App        string
 	Version    string
@@ -50,18 +50,18 @@ type StageResult struct {
 	DiskNeeded int64 // the bytes each node needs free for the trees
 }
 
-// StageStages returns the stages of `cutover stage` in the order they run. Nothing is undone:
+// StagingStages returns the stages of `cutover stage` in the order they run. Nothing is undone:
 // an interrupted stage run leaves hidden temporary directories that the next run finishes.
-func StageStages(job *stageJob) []Stage {
+func StagingStages(job *stagingJob) []Stage {
 	return []Stage{
-		stageCheck{job}, // 1 all: not live, not differing (unless --replace), disk space
-		stageSend{job},  // 2 all: both trees into their temporary directories, checked
-		stagePlace{job}, // 3 all: renamed into place, share last
+		stagingCheck{job}, // 1 all: not live, not differing (unless --replace), disk space
+		stagingSend{job},  // 2 all: both trees into their temporary directories, checked
+		stagingPlace{job}, // 3 all: renamed into place, share last
 	}
 }
 
-// stageJob is what the stages of one stage run share.
-type stageJob struct {
+// stagingJob is what the stages of one stage run share.
+type stagingJob struct {
 	version    string
 	lib, share *staging.Tree
 	libDir     string // the trees' final places on the nodes
@@ -69,10 +69,11 @@ type stageJob struct {
 	replace    bool
 	pending    []string // versions a pending run needs
 	mu         sync.Mutex
-	states     map[string][2]treeState // per node: what it holds of lib and share
+	states     map[string][2]treeState     // per node: what it holds of lib and share
+	sent       map[string][2]*staging.Sent // per node: what send checked of lib and share
 	already    map[string]bool
 	replacing  map[string]bool
-	sent       atomic.Int64
+	bytes      atomic.Int64 // the bytes of file contents sent, all nodes together
 	diskNeeded int64
 }
 
@@ -82,7 +83,7 @@ type stageJob struct {
 // pending run needs), a node without the disk space. A node that holds exactly the version
 // already is left alone. The run is journaled with Kind "stage" and writes no intent: an
 // interrupted stage is finished by running it again, which sends only what is missing.
-func StageVersion(ctx context.Context, cfg *config.Config, opts StageOptions) (*StageResult, error) {
+func StageVersion(ctx context.Context, cfg *config.Config, opts StagingOptions) (*StagingResult, error) {
 	start := time.Now()
 	s, err := openSession(ctx, cfg, modeExclusive, sessionOptions{Reporter: opts.Reporter, Hostname: opts.Hostname, HostCheck: true})
 	if err != nil {
@@ -98,14 +99,14 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StageOptions) (*
 		return nil, badInput(fmt.Errorf("stage --version=%q: %w", opts.Version, err))
 	}
 	names := []string{strings.TrimPrefix(libDir, "/"), strings.TrimPrefix(shareDir, "/")}
-	policy := stagePolicy(cfg.Stage)
+	policy := stagingPolicy(cfg.Stage)
 	base, cleanup, err := openSource(opts.Source, cfg.Paths.StateDir, names, policy)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("stage: %w", err))
 	}
 	defer cleanup()
-	job := &stageJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace,
-		states: map[string][2]treeState{}, already: map[string]bool{}, replacing: map[string]bool{}}
+	job := &stagingJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace,
+		states: map[string][2]treeState{}, sent: map[string][2]*staging.Sent{}, already: map[string]bool{}, replacing: map[string]bool{}}
 	trees, err := staging.ReadTrees(base, names, policy)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -115,55 +116,49 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StageOptions) (*
 	}
 	job.lib, job.share = trees[0], trees[1]
 	job.diskNeeded = job.lib.Bytes + job.share.Bytes
-	res := &StageResult{App: cfg.App, Version: opts.Version, TreeBytes: job.diskNeeded, DiskNeeded: job.diskNeeded}
+	res := &StagingResult{App: cfg.App, Version: opts.Version, TreeBytes: job.diskNeeded, DiskNeeded: job.diskNeeded}
 	for _, n := range r.Online {
 		res.Nodes = append(res.Nodes, n.Name)
 	}
-	r.To, r.Direction = opts.Version, "stage"
-	stages := StageStages(job)
-	if opts.DryRun {
-		err := (&Runner{Stages: stages[:1]}).Execute(ctx, r)
-		res.Already, res.Duration = job.alreadyNodes(res.Nodes), time.Since(start)
-		return res, err
-	}
-
-	closeOrphans(ctx, journal.NewStore(JournalPath(cfg)), r)
-	store := crashJournal{journal.NewStore(JournalPath(cfg))}
-	host, _ := os.Hostname()
-	jr, err := store.CreateRun(ctx, journal.Run{Kind: "stage", To: opts.Version, Direction: "stage", Host: host, PID: os.Getpid(),
-		Facts: map[string]string{"source": opts.Source, "bytes": fmt.Sprint(job.diskNeeded)}})
-	if err != nil {
-		return res, fmt.Errorf("journal: %w", err)
-	}
-	r.ID, r.journal, r.facts = jr.ID, store, jr.Facts
-	if err := r.tagCommands(); err != nil {
-		return res, err
-	}
-	res.Run = jr.ID
-	if r.log, err = openRunLog(cfg.Paths.StateDir, r.ID); err != nil {
-		return res, err
-	}
-	defer r.log.Close()
-	res.Log = r.log.Path()
-	r.log.Printf("run %d: stage %s %s from %s (%d bytes)", r.ID, cfg.App, opts.Version, opts.Source, job.diskNeeded)
-	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("run %d: stage %s %s (%s) on %s (master %s)",
-		r.ID, cfg.App, opts.Version, megabytes(job.diskNeeded), listOrNone(res.Nodes), r.Inventory.Master)})
-	err = (&Runner{Stages: stages}).Execute(ctx, r)
-	res.Already, res.Sent, res.Duration = job.alreadyNodes(res.Nodes), job.sent.Load(), time.Since(start)
-	if err != nil && !IsBadInput(err) {
+	r.To = opts.Version
+	err = execute(ctx, r, recipe{
+		kind: KindStaging, stages: StagingStages(job), dryRun: opts.DryRun,
+		facts: map[string]string{"source": opts.Source, "bytes": fmt.Sprint(job.diskNeeded)},
+		what:  fmt.Sprintf("stage %s %s (%s)", cfg.App, opts.Version, megabytes(job.diskNeeded)),
+		where: fmt.Sprintf("on %s (master %s)", listOrNone(res.Nodes), r.Inventory.Master),
+	})
+	res.Run, res.Log = r.ID, r.log.Path()
+	res.Already, res.Sent, res.Duration = job.alreadyNodes(res.Nodes), job.bytes.Load(), time.Since(start)
+	if err != nil && !opts.DryRun && r.ID != 0 && !IsBadInput(err) {
 		err = fmt.Errorf("%w; run the same 'cutover stage' again to finish: it sends only what is missing, and a half-staged version never counts as installed", err)
 	}
 	return res, err
 }
 
+// setSent notes what send checked of the i-th tree (lib, share) on node.
+func (j *stagingJob) setSent(node string, i int, s *staging.Sent) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	sent := j.sent[node]
+	sent[i] = s
+	j.sent[node] = sent
+}
+
+// nodeSent returns what send checked on node.
+func (j *stagingJob) nodeSent(node string) [2]*staging.Sent {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.sent[node]
+}
+
 // nodeStates returns what the check found on node.
-func (j *stageJob) nodeStates(node string) [2]treeState {
+func (j *stagingJob) nodeStates(node string) [2]treeState {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.states[node]
 }
 
-func (j *stageJob) alreadyNodes(all []string) []string {
+func (j *stagingJob) alreadyNodes(all []string) []string {
 	var out []string
 	for _, n := range all {
 		if j.already[n] {
@@ -190,8 +185,8 @@ func HumanBytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// stagePolicy is what [stage] allows a staged tree to hold.
-func stagePolicy(c config.StageConfig) staging.Policy {
+// stagingPolicy is what [stage] allows a staged tree to hold.
+func stagingPolicy(c config.StageConfig) staging.Policy {
 	return staging.Policy{MaxBytes: c.MaxBytes, MaxFiles: c.MaxFiles, MaxDepth: c.MaxDepth,
 		AllowSetuid: c.AllowSetuid, AllowSetgid: c.AllowSetgid, AllowWorldWritable: c.AllowWorldWritable,
 		AllowDevices: c.AllowDevices, AllowFifos: c.AllowFifos, AllowHardlinks: c.AllowHardlinks}
@@ -281,29 +276,17 @@ type loggedStream struct {
 	lc *loggedConn
 }
 
+// Each command is a crash point at its start and its end, and the log gets it with its
+// output, as every command of a stage (loggedConn.command).
+
 func (l loggedStream) Run(ctx context.Context, argv ...string) (nodes.Result, error) {
-	line := nodes.QuoteArgs(argv)
-	crashPoint(true, "%s: command started: %s", l.lc.node, line)
-	res, err := l.Conn.Run(ctx, argv...)
-	crashPoint(false, "%s: command finished: %s", l.lc.node, line)
-	l.lc.log.Command(l.lc.node, line, res, err)
-	return res, err
+	return l.lc.command(nodes.QuoteArgs(argv), func() (nodes.Result, error) { return l.Conn.Run(ctx, argv...) })
 }
 
 func (l loggedStream) RunOutput(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error) {
-	line := nodes.QuoteArgs(argv) + " > (stream)"
-	crashPoint(true, "%s: command started: %s", l.lc.node, line)
-	res, err := l.Conn.RunOutput(ctx, out, argv...)
-	crashPoint(false, "%s: command finished: %s", l.lc.node, line)
-	l.lc.log.Command(l.lc.node, line, res, err)
-	return res, err
+	return l.lc.command(nodes.QuoteArgs(argv)+" > (stream)", func() (nodes.Result, error) { return l.Conn.RunOutput(ctx, out, argv...) })
 }
 
 func (l loggedStream) RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error) {
-	line := nodes.QuoteArgs(argv) + " < (stream)"
-	crashPoint(true, "%s: command started: %s", l.lc.node, line)
-	res, err := l.Conn.RunInput(ctx, input, argv...)
-	crashPoint(false, "%s: command finished: %s", l.lc.node, line)
-	l.lc.log.Command(l.lc.node, line, res, err)
-	return res, err
+	return l.lc.command(nodes.QuoteArgs(argv)+" < (stream)", func() (nodes.Result, error) { return l.Conn.RunInput(ctx, input, argv...) })
 }

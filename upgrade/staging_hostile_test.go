@@ -226,7 +226,7 @@ func TestStageHostileSources(t *testing.T) {
 			if tt.maxBytes > 0 {
 				c.Stage.MaxBytes = tt.maxBytes
 			}
-			_, err := upgrade.StageVersion(ctx, &c, upgrade.StageOptions{Version: "1.2.0", Source: src})
+			_, err := upgrade.StageVersion(ctx, &c, upgrade.StagingOptions{Version: "1.2.0", Source: src})
 			stop()
 			if err == nil || !upgrade.IsBadInput(err) {
 				t.Fatalf("StageVersion() = %v, want bad input", err)
@@ -254,7 +254,7 @@ func TestStageHostileSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Stage.AllowSetuid = []string{"usr/sbin/helper"}
-	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StageOptions{Version: "1.2.0", Source: src}); err != nil {
+	if _, err := upgrade.StageVersion(ctx, cfg, upgrade.StagingOptions{Version: "1.2.0", Source: src}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(sc.path("usr/lib/app/1.2.0/usr/sbin/helper")); err != nil || fi.Mode() != 0o755|os.ModeSetuid {

@@ -1,0 +1,123 @@
+// Command benchtable reads the output of `go test -bench` (make bench) on its standard input
+// and prints one table of the figures cutover has targets for: each figure, cutover's value,
+// the reference it is measured against (gnt-cluster upgrade, one dial round, pdsh, pdcp),
+// the target and whether it is met. Figures whose benchmark did not run are left out.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// target is one figure of the table: the metric unit of a benchmark (a prefix of its name,
+// sub-benchmarks included), the reference metric printed beside it, and the bound.
+type target struct {
+	what      string
+	bench     string // the benchmark name, or a prefix ending in "/"
+	unit      string
+	reference string // the unit of the reference figure, "" for none
+	max       float64
+}
+
+var targets = []target{
+	{"Ganeti downtime, upgrade, x gnt-cluster upgrade", "BenchmarkGanetiSideBySide", "x-down-up", "s-down-ganeti-up", 0.3},
+	{"Ganeti downtime, downgrade, x gnt-cluster upgrade", "BenchmarkGanetiSideBySide", "x-down-down", "s-down-ganeti-down", 0.3},
+	{"no-op run, x one dial round", "BenchmarkUpgradeRun/nodes=256", "x-run-of-dial", "s/dial-round", 1.5},
+	{"no-op run: downtime, s", "BenchmarkUpgradeRun/nodes=256", "s-downtime", "", 1.5},
+	{"no-op run: peak RSS, MB", "BenchmarkUpgradeRun/nodes=256", "MB-peak-rss", "", 64},
+	{"no-op run: time per node, 256 x 64 nodes", "BenchmarkUpgradeRun/", "flat-256-of-64", "", 1.10},
+	{"no-op run: switch stage (its syncs), share of a run", "BenchmarkUpgradeRun/nodes=32", "switch-share", "", 0.10},
+	{"stage, x pdcp -r", "BenchmarkStage/", "x-of-pdcp", "s/pdcp", 0.8},
+	{"restage of an unchanged tree, x pdcp -r", "BenchmarkStage/", "restage-x-of-pdcp", "s/pdcp", 0.02},
+}
+
+// line matches a benchmark result: its name (without the -GOMAXPROCS suffix), its count,
+// and the "value unit" pairs.
+var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.*)$`)
+
+type results map[string]map[string]float64
+
+func parse(r io.Reader) (results, error) {
+	res := results{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[3])
+		metrics := map[string]float64{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				continue
+			}
+			metrics[fields[i+1]] = v
+		}
+		res[m[1]] = metrics
+	}
+	return res, sc.Err()
+}
+
+// derive adds the figures computed from others: the time per node at 256 nodes against 64,
+// and the switch stage's share of a run.
+func (res results) derive() {
+	if a, b := res["BenchmarkUpgradeRun/nodes=64"], res["BenchmarkUpgradeRun/nodes=256"]; a != nil && b != nil && a["ms-run-per-node"] > 0 {
+		b["flat-256-of-64"] = b["ms-run-per-node"] / a["ms-run-per-node"]
+	}
+	for _, m := range res {
+		if run := (m["s/upgrade"] + m["s/downgrade"]) / 2; run > 0 && m["s-switch"] > 0 {
+			m["switch-share"] = m["s-switch"] / run
+		}
+	}
+}
+
+func table(w io.Writer, res results) int {
+	res.derive()
+	var names []string
+	for n := range res {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "%-60s %-28s %9s %22s %8s  %s\n", "figure", "benchmark", "cutover", "reference", "target", "met")
+	missed := 0
+	for _, t := range targets {
+		for _, n := range names {
+			if n != t.bench && !(strings.HasSuffix(t.bench, "/") && strings.HasPrefix(n, t.bench)) {
+				continue
+			}
+			v, ok := res[n][t.unit]
+			if !ok {
+				continue
+			}
+			ref := ""
+			if r, ok := res[n][t.reference]; ok {
+				ref = fmt.Sprintf("%.3g %s", r, t.reference)
+			}
+			met := "yes"
+			if v > t.max {
+				met, missed = "NO", missed+1
+			}
+			fmt.Fprintf(w, "%-60s %-28s %9.3g %22s %8s  %s\n", t.what, strings.TrimPrefix(n, "Benchmark"), v, ref, "≤ "+strconv.FormatFloat(t.max, 'g', -1, 64), met)
+		}
+	}
+	return missed
+}
+
+func main() {
+	res, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	fmt.Println()
+	if missed := table(os.Stdout, res); missed > 0 {
+		fmt.Printf("\n%d figures miss their target.\n", missed)
+	}
+}

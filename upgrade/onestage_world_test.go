@@ -1,0 +1,129 @@
+package upgrade
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/upgradetest"
+)
+
+// worldCase is one stage run alone through the Runner on a fake cluster: the world before
+// (opts, setup, config, facts an earlier stage learned), then what the journal says of the
+// stage (state, learned facts) and the world after (links, the commands each node ran, and
+// whatever check looks at), then, when undo is set, what the stage's Undo leaves.
+type worldCase struct {
+	name     string
+	opts     upgradetest.Options // Live is from when empty
+	from, to string
+	setup    func(t *testing.T, w *upgradetest.World)
+	config   func(c *config.Config)
+	facts    map[string]string // what an earlier stage of the run learned
+	past     bool              // the run is past its point of no return
+	before   []Stage           // stages that run ahead of stage, in the same Runner
+	stage    Stage
+
+	state   journal.State
+	err     string            // part of the run's error; "" for none
+	calls   []string          // "node: command", by node then in order; nil for none
+	learned map[string]string // facts in the journal after the run
+	links   map[string]string // node -> the version its links name after the run
+	check   func(t *testing.T, w *upgradetest.World, r *Run)
+	undo    *worldUndo
+}
+
+// worldUndo is what a stage's Undo leaves: every command run so far, and whatever check looks at.
+type worldUndo struct {
+	calls []string
+	check func(t *testing.T, w *upgradetest.World, r *Run)
+}
+
+// runWorldCases runs each case on a World of its own.
+func runWorldCases(t *testing.T, cases []worldCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t) })
+	}
+}
+
+func (tt worldCase) run(t *testing.T) {
+	opts := tt.opts
+	if opts.Live == "" {
+		opts.Live = tt.from
+	}
+	w := upgradetest.New(t, opts)
+	if tt.setup != nil {
+		tt.setup(t, w)
+	}
+	r := worldRun(t, w, tt.from, tt.to)
+	r.Config.Policy.DrainTimeout.Duration = 1
+	if tt.config != nil {
+		tt.config(r.Config)
+	}
+	r.pastPONR = tt.past
+	ctx := context.Background()
+	for k, v := range tt.facts {
+		if _, err := r.Learn(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := (&Runner{Stages: append(slices.Clone(tt.before), tt.stage)}).Execute(ctx, r)
+	switch {
+	case tt.err == "" && err != nil:
+		t.Errorf("run: %v", err)
+	case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+		t.Errorf("run: error %v, want one naming %q", err, tt.err)
+	}
+	jr, jerr := journal.NewStore(JournalPath(r.Config)).Run(ctx, r.ID)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if ev, ok := jr.LastEvent(tt.stage.Name()); !ok || ev.State != tt.state {
+		t.Errorf("journal: %s %s, want %s", tt.stage.Name(), ev.State, tt.state)
+	}
+	for k, v := range tt.learned {
+		if jr.Facts[k] != v {
+			t.Errorf("journal fact %s = %q, want %q", k, jr.Facts[k], v)
+		}
+	}
+	for node, v := range tt.links {
+		if got := w.Links(node); got != w.At(v) {
+			t.Errorf("%s links %s, want %s", node, got, w.At(v))
+		}
+	}
+	if got := w.AllCalls(); !slices.Equal(got, tt.calls) {
+		t.Errorf("commands %q, want %q", got, tt.calls)
+	}
+	if tt.check != nil {
+		tt.check(t, w, r)
+	}
+	if tt.undo == nil {
+		return
+	}
+	u, ok := tt.stage.(undoer)
+	if !ok {
+		t.Fatalf("%s has no undo", tt.stage.Name())
+	}
+	if err := u.Undo(ctx, r); err != nil {
+		t.Errorf("undo: %v", err)
+	}
+	if got := w.AllCalls(); !slices.Equal(got, tt.undo.calls) {
+		t.Errorf("undo: commands %q, want %q", got, tt.undo.calls)
+	}
+	if tt.undo.check != nil {
+		tt.undo.check(t, w, r)
+	}
+}
+
+// removeTree removes a tree of node, a root-less path.
+func removeTree(t *testing.T, w *upgradetest.World, node, tree string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(w.Dir, node, tree)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,250 @@
+package staging_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/staging"
+)
+
+// noSums is a node connection that refuses to checksum: a Compare through it that succeeds
+// judged the tree without reading its files.
+type noSums struct{ staging.Conn }
+
+var errChecksummed = errors.New("the files were checksummed")
+
+func (c noSums) Run(ctx context.Context, argv ...string) (nodes.Result, error) {
+	if slices.Contains(argv, staging.SumsScript) {
+		return nodes.Result{}, errChecksummed
+	}
+	return c.Conn.Run(ctx, argv...)
+}
+
+func (c noSums) RunInput(ctx context.Context, in io.Reader, argv ...string) (nodes.Result, error) {
+	if slices.Contains(argv, staging.SumsScript) {
+		return nodes.Result{}, errChecksummed
+	}
+	return c.Conn.RunInput(ctx, in, argv...)
+}
+
+// sourceTree writes the test tree (writeTree) and reads it as a source.
+func sourceTree(t *testing.T) *staging.Tree {
+	t.Helper()
+	src := t.TempDir()
+	writeTree(t, src)
+	tree, err := staging.ReadTree(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// stageOn sends and places tree on the target, and checks that Compare finds it Same without
+// checksumming it.
+func stageOn(t *testing.T, tg target, tree *staging.Tree) {
+	t.Helper()
+	ctx := context.Background()
+	sent, err := staging.Send(ctx, tg.conn, tree, tg.final, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := staging.Place(ctx, tg.conn, tree, tg.final, sent); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := staging.Compare(ctx, noSums{tg.conn}, tree, tg.final); st != staging.Same || err != nil {
+		t.Fatalf("Compare of the placed tree = %v, %v; want Same, without checksums", st, err)
+	}
+}
+
+// TestCompareByStamps places a tree on each kind of node and compares it again: while every
+// file keeps the stamp its manifest records, Compare finds the tree Same without checksumming
+// it; a file rewritten with the same bytes, size and times, a manifest without stamps or with
+// stamps that are not the files' make Compare checksum every file, and find the tree
+// Unrecorded (its contents are the tree's) until Record writes the manifest anew; other bytes
+// behind the same size and times differ.
+func TestCompareByStamps(t *testing.T) {
+	t.Parallel()
+	tree := sourceTree(t)
+	stamp := regexp.MustCompile(`"stamp":"[0-9:.]*"`)
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			stageOn(t, tg, tree)
+			manifest := staging.ManifestPath(tg.final)
+			editManifest := func(edit func(string) string) func() error {
+				return func() error {
+					data, err := os.ReadFile(manifest)
+					if err != nil {
+						return err
+					}
+					return os.WriteFile(manifest, []byte(edit(string(data))), 0o644)
+				}
+			}
+			for _, tc := range []struct {
+				name  string
+				alter func() error
+				want  staging.State
+			}{
+				{name: "same bytes rewritten", want: staging.Unrecorded,
+					alter: func() error { return rewriteKeepTime(filepath.Join(tg.final, "share/doc/README"), "read me\n") }},
+				{name: "manifest without stamps", want: staging.Unrecorded,
+					alter: editManifest(func(s string) string { return stamp.ReplaceAllString(s, `"x":0`) })},
+				{name: "stamps not the files'", want: staging.Unrecorded,
+					alter: editManifest(func(s string) string { return stamp.ReplaceAllString(s, `"stamp":"1:2:3.4"`) })},
+				{name: "other bytes, same size and times", want: staging.Differs,
+					alter: func() error { return rewriteKeepTime(filepath.Join(tg.final, "share/doc/README"), "READ ME\n") }},
+			} {
+				if err := tc.alter(); err != nil {
+					t.Fatal(err)
+				}
+				if tc.name == "manifest without stamps" {
+					// Written by hand: drop the field, not only its value.
+					if err := editManifest(func(s string) string { return strings.ReplaceAll(s, `,"x":0`, "") })(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if st, err := staging.Compare(ctx, noSums{tg.conn}, tree, tg.final); !errors.Is(err, errChecksummed) {
+					t.Errorf("%s: Compare without checksums = %v, %v; want it to checksum", tc.name, st, err)
+				}
+				st, err := staging.Compare(ctx, tg.conn, tree, tg.final)
+				if st != tc.want || (tc.want == staging.Differs) != (err != nil) {
+					t.Errorf("%s: Compare = %v, %v; want %v", tc.name, st, err, tc.want)
+				}
+				if tc.want == staging.Differs {
+					continue
+				}
+				if err := staging.Record(ctx, tg.conn, tree, tg.final, tg.final); err != nil {
+					t.Fatal(err)
+				}
+				if st, err := staging.Compare(ctx, noSums{tg.conn}, tree, tg.final); st != staging.Same || err != nil {
+					t.Errorf("%s: Compare after Record = %v, %v; want Same, without checksums", tc.name, st, err)
+				}
+			}
+		})
+	}
+}
+
+// TestManifestCutShort gives the scripts that write a manifest less than its announced
+// length, as when cutover is killed while the manifest is on its way: nothing is put in
+// place, neither the manifest nor the tree.
+func TestManifestCutShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			tmp := staging.TempDir(tg.final)
+			if err := os.MkdirAll(tmp, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			manifest := staging.ManifestPath(tg.final)
+			for _, tc := range []struct {
+				name string
+				argv []string
+			}{
+				{"write the manifest", []string{"sh", "-c", staging.WriteManifestScript, "cutover-stage", manifest, "100"}},
+				{"send the manifest to place", []string{"sh", "-c", staging.ReceiveScript, "cutover-stage", manifest, "100"}},
+			} {
+				_, err := tg.conn.RunInput(ctx, strings.NewReader(`{"format": 1`), tc.argv...)
+				if err == nil || !strings.Contains(err.Error(), "cut short") {
+					t.Errorf("%s: err = %v, want the manifest refused as cut short", tc.name, err)
+				}
+				mt := filepath.Join(filepath.Dir(manifest), "."+filepath.Base(manifest)+".tmp")
+				for _, p := range []string{manifest, mt, tg.final} {
+					if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("%s: %s is there: %v", tc.name, p, err)
+					}
+				}
+				if fi, err := os.Lstat(tmp); err != nil || !fi.IsDir() {
+					t.Errorf("%s: the temporary directory: %v", tc.name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestPlaceRefusesChanged changes the node's temporary directory between Send and Place: a
+// file rewritten with the same bytes, size and times, an extra file. Place refuses it, naming
+// the directory, and puts nothing in place; a new Send checks it again and Place then puts it
+// in place.
+func TestPlaceRefusesChanged(t *testing.T) {
+	t.Parallel()
+	tree := sourceTree(t)
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			tmp := staging.TempDir(tg.final)
+			for _, change := range []func() error{
+				func() error { return rewriteKeepTime(filepath.Join(tmp, "share/doc/README"), "read me\n") },
+				func() error { return os.WriteFile(filepath.Join(tmp, "usr/extra"), nil, 0o644) },
+			} {
+				sent, err := staging.Send(ctx, tg.conn, tree, tg.final, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := change(); err != nil {
+					t.Fatal(err)
+				}
+				err = staging.Place(ctx, tg.conn, tree, tg.final, sent)
+				if err == nil || !strings.Contains(err.Error(), tmp+" changed since it was checked") {
+					t.Errorf("Place of a changed directory: err = %v, want a refusal naming %s", err, tmp)
+				}
+				for _, p := range []string{tg.final, staging.ManifestPath(tg.final)} {
+					if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("%s is there after a refused Place: %v", p, err)
+					}
+				}
+			}
+			stageOn(t, tg, tree)
+		})
+	}
+}
+
+// TestSendTempDirNotADirectory puts a link to another directory, and a file, where the node's
+// temporary directory belongs: Send refuses it, naming it, and writes nothing through the link.
+func TestSendTempDirNotADirectory(t *testing.T) {
+	t.Parallel()
+	tree := sourceTree(t)
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			tmp := staging.TempDir(tg.final)
+			outside := filepath.Join(filepath.Dir(tmp), "outside")
+			if err := os.MkdirAll(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				name string
+				make func() error
+			}{
+				{"a link to a directory", func() error { return os.Symlink(outside, tmp) }},
+				{"a file", func() error { return os.WriteFile(tmp, nil, 0o644) }},
+			} {
+				if err := tc.make(); err != nil {
+					t.Fatal(err)
+				}
+				_, err := staging.Send(ctx, tg.conn, tree, tg.final, nil)
+				if err == nil || !strings.Contains(err.Error(), tmp+" is not a directory") {
+					t.Errorf("%s: Send = %v, want a refusal naming %s", tc.name, err, tmp)
+				}
+				if entries, err := os.ReadDir(outside); err != nil || len(entries) > 0 {
+					t.Errorf("%s: the directory the link points to holds %d entries (%v), want none", tc.name, len(entries), err)
+				}
+				if err := os.Remove(tmp); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

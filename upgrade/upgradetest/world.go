@@ -1,0 +1,425 @@
+// Package upgradetest is the fake cluster the tests of cutover's stage machine build on: nodes
+// whose file systems are directories under a temporary root, the application's versions
+// installed side by side on each, the links of each node, the commands a stage runs recorded
+// per node (and failed on demand), and the application's config on the master. It imports
+// nothing of package upgrade: a World's nodes satisfy upgrade.Conn as they are, and the tests
+// hand them to a run through a small Dialer of their own.
+package upgradetest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
+)
+
+// Options describe a World.
+type Options struct {
+	// App is the application's name; "app" when empty.
+	App string
+	// Nodes are the nodes' names, the master first; node1..node3 when empty.
+	Nodes []string
+	// Offline are the nodes the node list marks offline.
+	Offline []string
+	// Versions are installed side by side on every node; 1.0.0 and 1.1.0 when empty.
+	Versions []string
+	// Live is the version every node's links name; the first of Versions when empty.
+	Live string
+	// Rooted makes Config's paths the master's directory as the test machine sees it, the
+	// way a one-node cluster under a temporary root is configured: what cutover reads of its
+	// master's own files (the migrations in the share tree, the state a backup archives)
+	// then lies in the World, and the links name the trees by those paths. Every node takes
+	// such a path as its own (see Node), but the test machine follows a link of another
+	// node into the master's tree: nothing may follow one (the layout never does).
+	Rooted bool
+}
+
+// World is a fake cluster under a temporary directory.
+type World struct {
+	Dir    string
+	App    string
+	Master string
+	rooted string // the prefix of Config's paths: the master's directory, or "" unless Rooted
+	nodes  map[string]*Node
+	names  []string
+	inv    *nodes.Inventory
+
+	mu    sync.Mutex
+	calls map[string][]string
+	fail  map[string]bool     // "node command" pairs that fail
+	once  map[string]int      // "node command" pairs and how many more times they fail
+	down  map[string]bool     // nodes that cannot be reached
+	out   map[string]string   // "node command" pairs and what they print
+	outs  map[string][]string // "node command" pairs and what they print the next times, in turn
+}
+
+// New builds a World for t; its directory goes with the test.
+func New(t testing.TB, o Options) *World {
+	t.Helper()
+	if o.App == "" {
+		o.App = "app"
+	}
+	if len(o.Nodes) == 0 {
+		o.Nodes = []string{"node1", "node2", "node3"}
+	}
+	if len(o.Versions) == 0 {
+		o.Versions = []string{"1.0.0", "1.1.0"}
+	}
+	if o.Live == "" {
+		o.Live = o.Versions[0]
+	}
+	w := &World{Dir: t.TempDir(), App: o.App, Master: o.Nodes[0], nodes: map[string]*Node{}, names: o.Nodes,
+		calls: map[string][]string{}, fail: map[string]bool{}, down: map[string]bool{}, out: map[string]string{}, outs: map[string][]string{}, once: map[string]int{}}
+	if o.Rooted {
+		w.rooted = filepath.Join(w.Dir, w.Master)
+	}
+	w.Answer(w.Master, "busy", "0\n")
+	var list []nodes.Node
+	for _, name := range o.Nodes {
+		list = append(list, nodes.Node{Name: name, Offline: slices.Contains(o.Offline, name)})
+		n := &Node{name: name, root: filepath.Join(w.Dir, name), w: w}
+		w.nodes[name] = n
+		for _, v := range o.Versions {
+			w.Install(t, name, v)
+		}
+		w.mkdir(t, name, "/etc/"+o.App)
+		w.Link(t, name, o.Live)
+	}
+	inv, err := nodes.NewInventory(w.Master, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.inv = inv
+	w.WriteFile(t, w.Master, w.ConfigFile(), fmt.Sprintf("{\n  \"version\": %q\n}\n", o.Live))
+	return w
+}
+
+// Config is a cutover configuration for the World: its paths, its nodes, a command of each
+// kind that only records itself, and the application's JSON config on the master, versioned
+// at /version. The paths are root-less unless the World is Rooted.
+func (w *World) Config() *config.Config {
+	return &config.Config{
+		App: w.App, VersionDirs: "full",
+		Paths: config.PathsConfig{LibDir: w.rooted + "/usr/lib", DataDir: w.rooted + "/usr/share", SysconfDir: w.rooted + "/etc",
+			LocalstateDir: w.rooted + "/var", StateDir: filepath.Join(w.Dir, "state")},
+		Cluster: config.ClusterConfig{Master: w.Master},
+		SSH:     config.SSHConfig{Parallel: 4},
+		Commands: config.CommandsConfig{
+			DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure-dirs", Verify: "verify",
+			QueueDrain: "drain", QueueUndrain: "undrain", QueueBusy: "busy", PostUpgrade: "post-upgrade",
+		},
+		Config: config.AppConfig{File: w.ConfigFile(), VersionKey: "/version", VersionEncoding: "semver",
+			Migrate: "builtin", Redistribute: []string{w.ConfigFile()}},
+		Policy: config.PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor", BackupKeep: 5, OnFailure: "stop"},
+	}
+}
+
+// ConfigFile is the application's config on the master, as the run sees it: a path on the
+// test machine, as cutover reads its master's own files.
+func (w *World) ConfigFile() string {
+	return filepath.Join(w.Dir, w.Master, "var/lib", w.App, "config.json")
+}
+
+// Inventory is the World's node list.
+func (w *World) Inventory() *nodes.Inventory { return w.inv }
+
+// Node returns the connection to node, or the error of a node that cannot be reached.
+func (w *World) Node(name string) (*Node, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.down[name] {
+		return nil, fmt.Errorf("dial %s:22: connect: no route to host", name)
+	}
+	n, ok := w.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: not a node of the world", name)
+	}
+	return n, nil
+}
+
+// Install puts version's two trees on node.
+func (w *World) Install(t testing.TB, node, version string) {
+	t.Helper()
+	w.mkdir(t, node, "/usr/lib/"+w.App+"/"+version+"/usr/sbin")
+	w.mkdir(t, node, "/usr/share/"+w.App+"/"+version)
+}
+
+// Link points node's two links at version, by the paths Config names the trees with.
+func (w *World) Link(t testing.TB, node, version string) {
+	t.Helper()
+	for _, l := range []struct{ link, tree string }{{"lib", "/usr/lib/"}, {"share", "/usr/share/"}} {
+		p := filepath.Join(w.Dir, node, "etc", w.App, l.link)
+		_ = os.Remove(p)
+		if err := os.Symlink(w.rooted+l.tree+w.App+"/"+version, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Links says where node's two links point: "lib share", each a root-less path (a Rooted
+// World's prefix taken off), or "-" for a missing link.
+func (w *World) Links(node string) string {
+	var out []string
+	for _, l := range []string{"lib", "share"} {
+		target, err := os.Readlink(filepath.Join(w.Dir, node, "etc", w.App, l))
+		if err != nil {
+			target = "-"
+		}
+		if w.rooted != "" {
+			target = strings.TrimPrefix(target, w.rooted)
+		}
+		out = append(out, target)
+	}
+	return strings.Join(out, " ")
+}
+
+// At is what Links says of a node on version.
+func (w *World) At(version string) string {
+	return "/usr/lib/" + w.App + "/" + version + " /usr/share/" + w.App + "/" + version
+}
+
+// WriteFile writes a file of node at the root-less path p, or at p itself when it already lies
+// under the World's directory.
+func (w *World) WriteFile(t testing.TB, node, p, data string) {
+	t.Helper()
+	full := p
+	if !strings.HasPrefix(p, w.Dir) {
+		full = filepath.Join(w.Dir, node, p)
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(data), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadFile reads a file the way WriteFile names it; "" when it is missing.
+func (w *World) ReadFile(node, p string) string {
+	full := p
+	if !strings.HasPrefix(p, w.Dir) {
+		full = filepath.Join(w.Dir, node, p)
+	}
+	data, _ := os.ReadFile(full)
+	return string(data)
+}
+
+// Migration puts a config migration step (cfgupgrade's JSON, e.g. {"from":"1.0","to":"1.1",
+// "up":[...],"down":[...]}) named name into version's share tree on the master, where cutover
+// loads the newer version's migrations from. Only a Rooted World's master is read there.
+func (w *World) Migration(t testing.TB, version, name, step string) {
+	t.Helper()
+	w.WriteFile(t, w.Master, "/usr/share/"+w.App+"/"+version+"/cutover/migrations/"+name, step)
+}
+
+// Calls returns the commands node ran, in order.
+func (w *World) Calls(node string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.calls[node])
+}
+
+// AllCalls returns every node's commands as "node: command" lines, by node then in order.
+func (w *World) AllCalls() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var names []string
+	for n := range w.calls {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		for _, c := range w.calls[n] {
+			out = append(out, n+": "+c)
+		}
+	}
+	return out
+}
+
+// Fail makes command fail on node from now on.
+func (w *World) Fail(node, command string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fail[node+" "+command] = true
+}
+
+// FailOnce makes command fail the next time node runs it, and succeed after: a transient
+// failure, which an undo or a retry gets past.
+func (w *World) FailOnce(node, command string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.once[node+" "+command]++
+}
+
+// Answer makes command print stdout on node from now on.
+func (w *World) Answer(node, command, stdout string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out[node+" "+command] = stdout
+}
+
+// AnswerOnce makes command print stdout on node the next time it runs there, after what
+// earlier calls of AnswerOnce queued; then it prints what Answer set.
+func (w *World) AnswerOnce(node, command, stdout string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.outs[node+" "+command] = append(w.outs[node+" "+command], stdout)
+}
+
+// Down makes node unreachable from now on.
+func (w *World) Down(node string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.down[node] = true
+}
+
+func (w *World) mkdir(t testing.TB, node, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(w.Dir, node, p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Node is one node of a World: its file system is a directory of the test machine, every
+// absolute path taken below it; link targets stay as written, as on a real node. A path
+// under the master's directory (the master's file as the test machine names it, e.g.
+// ConfigFile, or a Rooted World's paths) names the same path below the node's own directory.
+// Commands are recorded, not run. It has the methods of upgrade.Conn.
+type Node struct {
+	name string
+	root string
+	w    *World
+}
+
+func (n *Node) at(name string) string {
+	if rest, ok := strings.CutPrefix(name, filepath.Join(n.w.Dir, n.w.Master)); ok && (rest == "" || rest[0] == '/') {
+		name = rest
+	}
+	return filepath.Join(n.root, name)
+}
+
+// Lstat describes name without following a final link.
+func (n *Node) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(n.at(name)) }
+
+// Stat describes name.
+func (n *Node) Stat(name string) (fs.FileInfo, error) { return os.Stat(n.at(name)) }
+
+// Readlink returns the target of the link name as stored.
+func (n *Node) Readlink(name string) (string, error) { return os.Readlink(n.at(name)) }
+
+// Symlink creates newname pointing at oldname.
+func (n *Node) Symlink(oldname, newname string) error { return os.Symlink(oldname, n.at(newname)) }
+
+// Rename renames oldname to newname, replacing it.
+func (n *Node) Rename(oldname, newname string) error { return os.Rename(n.at(oldname), n.at(newname)) }
+
+// Remove removes name.
+func (n *Node) Remove(name string) error { return os.Remove(n.at(name)) }
+
+// ReadFile reads name.
+func (n *Node) ReadFile(name string) ([]byte, error) { return os.ReadFile(n.at(name)) }
+
+// MkdirAll makes name and its parents.
+func (n *Node) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(n.at(name), perm) }
+
+// SyncDir fsyncs the directory name.
+func (n *Node) SyncDir(name string) error {
+	d, err := os.Open(n.at(name))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ReadDir describes the entries of name.
+func (n *Node) ReadDir(name string) ([]fs.FileInfo, error) {
+	entries, err := os.ReadDir(n.at(name))
+	if err != nil {
+		return nil, err
+	}
+	var out []fs.FileInfo
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// WriteFileAtomic writes name through a temporary file renamed into place.
+func (n *Node) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(n.at(name)), 0o755); err != nil {
+		return err
+	}
+	tmp := n.at(name) + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, n.at(name))
+}
+
+// Node is the node's name.
+func (n *Node) Node() string { return n.name }
+
+// Run records argv as RunShell records a script, each argument quoted as a shell would need
+// it. With Node and RunOutput it gives a Node the methods of a streaming connection
+// (staging.Conn), which the prune and staging stages ask for; what such a command prints is
+// what Answer set, nothing by default.
+func (n *Node) Run(ctx context.Context, argv ...string) (nodes.Result, error) {
+	return n.RunShell(ctx, nodes.QuoteArgs(argv))
+}
+
+// RunOutput records argv as Run does and writes what Answer set for it to out.
+func (n *Node) RunOutput(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error) {
+	res, err := n.RunShell(ctx, nodes.QuoteArgs(argv))
+	if _, werr := out.Write(res.Stdout); werr != nil && err == nil {
+		err = werr
+	}
+	return res, err
+}
+
+// RunInput records argv as RunShell records a script; the fake nodes read no input.
+func (n *Node) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
+	return n.RunShell(ctx, nodes.QuoteArgs(argv))
+}
+
+// RunShell records script and succeeds, or fails with exit 7 when Fail or FailOnce asked for
+// it. The checks cutover makes of a node's processes find none: the fake nodes run nothing.
+func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error) {
+	if strings.Contains(script, "cutover-check") {
+		return nodes.Result{Node: n.name, Stdout: []byte("\n")}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nodes.Result{Node: n.name, Command: script}, err
+	}
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	n.w.calls[n.name] = append(n.w.calls[n.name], script)
+	failOnce := n.w.once[n.name+" "+script] > 0
+	if failOnce {
+		n.w.once[n.name+" "+script]--
+	}
+	if failOnce || n.w.fail[n.name+" "+script] {
+		return nodes.Result{Node: n.name, Command: script, ExitCode: 7, Stderr: []byte(script + " failed on demand\n")},
+			fmt.Errorf("run %q: exit 7: %s failed on demand", script, script)
+	}
+	out := n.w.out[n.name+" "+script]
+	if queued := n.w.outs[n.name+" "+script]; len(queued) > 0 {
+		out, n.w.outs[n.name+" "+script] = queued[0], queued[1:]
+	}
+	return nodes.Result{Node: n.name, Command: script, Stdout: []byte(out)}, nil
+}
