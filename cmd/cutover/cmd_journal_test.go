@@ -37,8 +37,9 @@ func normalizeOutput(lc *localCluster, s string) string {
 		{regexp.MustCompile(`\b\d+(\.\d)? (B|KiB|MiB)\b`), "<SIZE>"},
 	}
 	for _, r := range rules {
-		// A word followed by spaces stands in a padded column: keep the column's width.
-		padded := regexp.MustCompile(r.re.String() + ` +`)
+		// A word followed by two spaces or more stands in a padded column: keep the column's
+		// width. One space is running text, whose words' lengths vary from run to run.
+		padded := regexp.MustCompile(r.re.String() + `  +`)
 		s = padded.ReplaceAllStringFunc(s, func(m string) string {
 			out := strings.TrimRight(r.re.ReplaceAllString(m, r.with), " ") + " "
 			for len(out) < len(m) {
