@@ -93,13 +93,15 @@ func startCluster(t testing.TB) *cluster {
 // request, which must finish the TLS handshake within Ganeti's 5 s connect timeout), or its
 // job never started ("Timeout in reading a response": luxid gives the job process it forks
 // 30 s to report). On a shared 2-core machine under a load of 60 both happened, each once in
-// three runs. Any other error fails at once, as the stock verify does.
+// three runs. Any other error fails at once, as the stock verify does. A failure repeats its
+// ERROR lines last, where the tail of the output that cutover's message quotes shows them.
 const verifyCommand = `i=1; while :; do ` +
 	`out=$(/usr/sbin/gnt-cluster verify --ignore-errors=ENODESETUP 2>&1) && { printf '%s\n' "$out"; exit 0; }; ` +
 	`printf '%s\n' "$out" >&2; errs=$(printf '%s\n' "$out" | grep -e '- ERROR:'); ` +
-	`if [ -n "$errs" ]; then printf '%s\n' "$errs" | grep -qv 'Communication failure' && exit 1; ` +
-	`else printf '%s\n' "$out" | grep -q 'failed to start: .*Timeout in reading a response' || exit 1; fi; ` +
-	`[ $i -lt 3 ] || exit 1; ` +
+	`fail() { printf 'verify failed (attempt %s of 3): %s\n' $i "${errs:-no ERROR line}" >&2; exit 1; }; ` +
+	`if [ -n "$errs" ]; then printf '%s\n' "$errs" | grep -qv 'Communication failure' && fail; ` +
+	`else printf '%s\n' "$out" | grep -q 'failed to start: .*Timeout in reading a response' || fail; fi; ` +
+	`[ $i -lt 3 ] || fail; ` +
 	`echo "verify: only a Ganeti timeout (attempt $i of 3): again in 10 s" >&2; i=$((i + 1)); sleep 10; done`
 
 // testConfig is docs/examples/ganeti.toml, the drop-in config, with one change: verify is
