@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashMainEnv) == "1" {
 		main()
 	}
-	if code, ok := runInOwnMounts(); ok {
+	if code, ok := runApart(); ok {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

@@ -11,10 +11,10 @@ import (
 // mountNSEnv marks the test binary that runs in a mount namespace of its own.
 const mountNSEnv = "CUTOVER_TEST_MOUNTNS"
 
-// runInOwnMounts runs the tests again in a child of this process with a mount namespace of
-// its own, all of its mounts private, at a lower priority, and returns its exit code; ok is false where that
-// cannot be done (not root, or no permission to unshare), and the caller runs the tests
-// itself.
+// runApart runs the tests again in a child of this process, apart: in a mount namespace of its
+// own with all of its mounts private, and at a lower priority. It returns the child's exit
+// code; ok is false where that cannot be done (not root, or no permission to unshare), and the
+// caller runs the tests itself.
 //
 // The power-cut mode mounts a file system per crash point and must unmount it and mount it
 // again at the power cut. Mounted in the machine's own namespace, every container that starts
@@ -22,7 +22,7 @@ const mountNSEnv = "CUTOVER_TEST_MOUNTNS"
 // and the device stays busy until that copy is let go, which on a loaded machine has taken
 // longer than any bound the test could wait. In a namespace of the test's own, no one else
 // sees the mounts; cutover, its commands and the test's sshd are children and see them.
-func runInOwnMounts() (code int, ok bool) {
+func runApart() (code int, ok bool) {
 	if os.Geteuid() != 0 || os.Getenv(mountNSEnv) == "1" {
 		return 0, false
 	}
