@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
-	"syscall"
 	"time"
 )
 
@@ -15,8 +13,9 @@ import (
 // standard input for itself: it must be one that ends by itself once its
 // input ends, as `tar -x` and `cat` do. When cutover dies, or ctx or the
 // command timeout ends, the input ends and the command is expected to give
-// up; locally it is also killed with cutover. An error reading input ends
-// the input the same way.
+// up. Locally the watchdog runs it all the same, with its pipe as descriptor
+// 3, so there its whole process group is killed then, as Run's commands are.
+// An error reading input ends the input the same way.
 func (c *Conn) RunInput(ctx context.Context, input io.Reader, argv ...string) (Result, error) {
 	if len(argv) == 0 {
 		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
@@ -48,24 +47,20 @@ func (c *Conn) RunInput(ctx context.Context, input io.Reader, argv ...string) (R
 	return res, commandError(c.name, line, res.ExitCode, res.Stderr, timedOut, c.timeout, err, stdout.cut())
 }
 
-// runInputLocal runs line with sh on this host, in a process group of its
-// own that dies with cutover, reading input.
+// runInputLocal runs line with sh on this host, under the watchdog in its
+// "input" mode: in a process group of its own, all of which dies with
+// cutover or when ctx ends, reading input.
 func runInputLocal(ctx context.Context, line string, input io.Reader, stdout, stderr io.Writer) (int, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
-	cmd.Env = LocalEnv()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = input, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = killWait
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return -1, ctx.Err()
-	}
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() >= 0 {
-		return ee.ExitCode(), nil
-	}
+	p, err := startLocal(line, "", "", input, stdout, stderr)
 	if err != nil {
 		return -1, err
 	}
-	return 0, nil
+	select {
+	case <-p.exited:
+		p.finish()
+	case <-ctx.Done():
+		p.stop()
+		return -1, ctx.Err()
+	}
+	return p.result()
 }

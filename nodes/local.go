@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,7 @@ func execLocal(ctx context.Context, line string, timeout time.Duration, tag, nod
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	errBuf := newTailBuffer(maxStderr)
-	p, err := startLocal(line, tag, node, out.w, errBuf)
+	p, err := startLocal(line, tag, node, nil, out.w, errBuf)
 	if err != nil {
 		return -1, nil, nil, false, err
 	}
@@ -35,28 +36,45 @@ func execLocal(ctx context.Context, line string, timeout time.Duration, tag, nod
 		p.stop()
 	}
 	stdout, stderr = out.bytes(), errBuf.Bytes()
-
-	ps := p.cmd.ProcessState
-	code = -1
-	if ps != nil {
-		code = ps.ExitCode() // -1 when killed by a signal
-	}
 	switch {
 	case stopped && ctx.Err() != nil:
 		return -1, stdout, stderr, false, ctx.Err()
 	case stopped:
 		return -1, stdout, stderr, true, runCtx.Err()
+	}
+	code, err = p.result()
+	return code, stdout, stderr, false, err
+}
+
+// result is the exit code of a command that exited by itself, or the error of one that a
+// signal killed or that could not be waited for.
+func (p *localProc) result() (int, error) {
+	ps := p.cmd.ProcessState
+	code := -1
+	if ps != nil {
+		code = ps.ExitCode() // -1 when killed by a signal
+	}
+	switch {
 	case p.waitErr == nil:
-		return 0, stdout, stderr, false, nil
+		// A command that read its input to an end that came from an error
+		// reading it did not get all of it.
+		select {
+		case err := <-p.inputErr:
+			if err != nil {
+				return -1, fmt.Errorf("reading its input: %w", err)
+			}
+		default:
+		}
+		return 0, nil
 	case code >= 0:
-		return code, stdout, stderr, false, nil
+		return code, nil
 	}
 	if ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return -1, stdout, stderr, false, fmt.Errorf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+			return -1, fmt.Errorf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
 		}
 	}
-	return -1, stdout, stderr, false, p.waitErr
+	return -1, p.waitErr
 }
 
 // localProc is a command started by startLocal.
@@ -67,35 +85,52 @@ type localProc struct {
 	waitErr error         // cmd.Wait's error; set before exited is closed
 	output  chan struct{} // closed once standard output and error are at EOF
 	readers []*os.File    // the read ends of standard output and error
+	// inputErr receives the error of copying RunInput's input, once the copy ended.
+	inputErr chan error
 }
 
 // startLocal starts line under the watchdog: sh in a process group of its
-// own, killed by the kernel when cutover dies (Pdeathsig), reading a pipe
-// that cutover holds. Output is copied to stdout and stderr.
-func startLocal(line, tag, node string, stdout, stderr io.Writer) (*localProc, error) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
+// own, killed by the kernel when cutover dies (Pdeathsig), with a watcher
+// reading a pipe that cutover holds. Output is copied to stdout and stderr.
+// With input (RunInput), the command reads input as its standard input, and
+// the watcher's pipe is its descriptor 3 ("input" mode).
+func startLocal(line, tag, node string, input io.Reader, stdout, stderr io.Writer) (*localProc, error) {
+	// Pipes: the watcher's, standard output, standard error, and with input
+	// the command's standard input. Each pair is the read end, then the write end.
+	n := 3
+	if input != nil {
+		n = 4
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
+	var pipes [][2]*os.File
+	closeAll := func() {
+		for _, pp := range pipes {
+			pp[0].Close()
+			pp[1].Close()
+		}
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		pipes = append(pipes, [2]*os.File{r, w})
 	}
-	cmd := exec.Command("/bin/sh", watchdogArgs("local", line, tag, node)...)
+	mode := "local"
+	cmd := exec.Command("/bin/sh")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	if input != nil {
+		// The command's standard input is a pipe of its own, which a goroutine
+		// fills from input: nothing waits for that copy once the command
+		// exited, since input may block in a read that no one ends.
+		mode = "input"
+		cmd.Stdin, cmd.ExtraFiles = pipes[3][0], []*os.File{pipes[0][0]}
+	}
+	cmd.Args = append(cmd.Args, watchdogArgs(mode, line, tag, node)...)
 	cmd.Env = LocalEnv()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &localProc{cmd: cmd, stdin: inW, exited: make(chan struct{}), output: make(chan struct{}), readers: []*os.File{outR, errR}}
+	p := &localProc{cmd: cmd, stdin: pipes[0][1], exited: make(chan struct{}), output: make(chan struct{}),
+		readers: []*os.File{pipes[1][0], pipes[2][0]}, inputErr: make(chan error, 1)}
 
 	// Pdeathsig fires when the thread that started the process exits, not
 	// the process: keep this goroutine on its thread until the shell exits,
@@ -112,16 +147,32 @@ func startLocal(line, tag, node string, stdout, stderr io.Writer) (*localProc, e
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
-	err = <-started
+	err := <-started
 	// The child has its own copies now (or never will).
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	if input != nil {
+		pipes[3][0].Close()
+	}
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
+		pipes[0][1].Close()
+		pipes[1][0].Close()
+		pipes[2][0].Close()
+		if input != nil {
+			pipes[3][1].Close()
+		}
 		return nil, err
+	}
+	if input != nil {
+		go func() {
+			_, err := io.Copy(pipes[3][1], input)
+			if errors.Is(err, syscall.EPIPE) {
+				err = nil // the command did not read all of it
+			}
+			p.inputErr <- err // before the command sees the end of its input
+			pipes[3][1].Close()
+		}()
 	}
 	var wg sync.WaitGroup
 	for i, w := range []io.Writer{stdout, stderr} {

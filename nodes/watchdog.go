@@ -6,7 +6,7 @@ import (
 )
 
 // Every command of Run and RunShell runs under a watchdog (RunInput's
-// commands, which end by themselves, do not): a small POSIX sh program
+// commands over SSH, which end by themselves, do not; local ones do): a small POSIX sh program
 // (below) that cutover sends as the command line, so nodes need nothing but
 // sh and /proc (procps' pgrep, where present, shortens a kill).
 // The watchdog
@@ -45,7 +45,9 @@ import (
 // the command's shell is started in a process group of its own with
 // Pdeathsig SIGKILL; since the shell may then die before the watcher reads
 // end of file, a local watcher ("local" mode) kills the group at any end of
-// file not preceded by "done", whether or not the shell still lives.
+// file not preceded by "done", whether or not the shell still lives. A local
+// RunInput command keeps its standard input; its watcher reads the pipe that
+// cutover hands it as descriptor 3 ("input" mode, otherwise as "local").
 
 // watcherGrace is how long a stopped command's processes have between
 // SIGTERM and SIGKILL; killerScript polls 10 times 0.1s.
@@ -113,10 +115,10 @@ kill -KILL -"$pg" 2>/dev/null
 `
 
 // wrapperScript is the watchdog; its arguments are the command line, the
-// mode ("local" or "ssh"), the command tag ("" for no record) and the node's
+// mode ("local", "input" or "ssh"), the command tag ("" for no record) and the node's
 // name. In the watcher, $$ is still the pid of the shell that execs the
 // command.
-const wrapperScript = `exec 3<&0 </dev/null
+const wrapperScript = `case $2 in input) ;; *) exec 3<&0 </dev/null;; esac
 ` + procStatScript + `cutover_pg=$$ cutover_start=-
 { read -r cutover_l </proc/$$/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
 case $cutover_pg in ''|0|1|*[!0-9]*) cutover_pg=$$;; esac
@@ -133,7 +135,7 @@ fi
 	trap "" TERM
 	k=1
 	while read -r l; do [ "$l" = done ] && k= && break; done
-	if [ -n "$k" ] && { [ "$2" = local ] || kill -0 $$ 2>/dev/null; }; then
+	if [ -n "$k" ] && { [ "$2" != ssh ] || kill -0 $$ 2>/dev/null; }; then
 		exec sh -c '` + killerScript + `' cutover-kill "$cutover_pg" "$cutover_rec"
 	fi
 	[ -z "$cutover_rec" ] || exec rm -f "$cutover_rec"
@@ -164,7 +166,7 @@ done
 `
 
 // watchdogArgs are the arguments of the sh that runs line under the
-// watchdog, in mode "local" or "ssh".
+// watchdog, in mode "local", "input" or "ssh".
 func watchdogArgs(mode, line, tag, node string) []string {
 	return []string{"-c", wrapperScript, "cutover-cmd", line, mode, tag, node}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -246,6 +248,8 @@ type helperSpec struct {
 	Node   string
 	Tag    string
 	Script string
+	// Input runs Script with RunInput, on an input that never ends.
+	Input bool
 }
 
 func TestMain(m *testing.M) {
@@ -281,7 +285,12 @@ func runHelper(spec string) int {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 2
 	}
-	_, err = c.RunShell(context.Background(), h.Script)
+	if h.Input {
+		never, _ := io.Pipe()
+		_, err = c.RunInput(context.Background(), never, "sh", "-c", h.Script)
+	} else {
+		_, err = c.RunShell(context.Background(), h.Script)
+	}
 	fmt.Fprintln(os.Stderr, "helper: command returned:", err)
 	return 1
 }
@@ -328,6 +337,83 @@ func TestCommandDiesWithCutover(t *testing.T) {
 			waitNoRecords(t, tr.recordDir(t), tag)
 		})
 	}
+}
+
+// TestInputCommandDiesWithCutover kills cutover (a helper process) with SIGKILL while a local
+// RunInput command runs, one that forked and whose input has not ended: the command and
+// what it forked die too, as Run's do. (Over SSH such a command ends when its input does.)
+func TestInputCommandDiesWithCutover(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, mark := uniqueSleep(), filepath.Join(dir, "mark")
+	spec, err := json.Marshal(helperSpec{Nodes: []nodes.Node{{Name: localMaster}}, Node: localMaster, Script: slowScript(s, mark), Input: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), helperEnv+"="+string(spec))
+	var out bytes.Buffer
+	helper.Stdout, helper.Stderr = &out, &out
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		helper.Wait()
+		close(exited)
+	}()
+	if !waitRunning(t, s, exited) {
+		helper.Process.Kill()
+		<-exited
+		t.Fatalf("the helper's command was never seen running; helper output:\n%s", out.String())
+	}
+	helper.Process.Kill()
+	<-exited
+	assertKilled(t, s, mark)
+}
+
+// TestStoppedInputCommandIsKilled cancels a local RunInput command that forked: it returns
+// the context's error once the command and what it forked are gone.
+func TestStoppedInputCommandIsKilled(t *testing.T) {
+	t.Parallel()
+	c := localConn(t)
+	s, mark := uniqueSleep(), filepath.Join(t.TempDir(), "mark")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	never, _ := io.Pipe() // an input that does not end when the command is stopped
+	go func() {
+		_, err := c.RunInput(ctx, never, "sh", "-c", slowScript(s, mark))
+		done <- err
+	}()
+	if !waitRunning(t, s, nil) {
+		cancel()
+		t.Fatal("the command was never seen running")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("RunInput cancelled = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunInput did not return 10s after its context ended")
+	}
+	assertKilled(t, s, mark)
+}
+
+// localConn returns a connection to the local master of a pool that has no other node.
+func localConn(t *testing.T) *nodes.Conn {
+	t.Helper()
+	inv, err := nodes.NewInventory(localMaster, []nodes.Node{{Name: localMaster}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := nodes.NewPool(inv, nodes.SSHConfig{CommandTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return conn(t, p, localMaster)
 }
 
 // procStat returns the process group and start time (field 22) of pid.
@@ -648,5 +734,21 @@ func TestSetCommandTag(t *testing.T) {
 		if err := p.SetCommandTag(tag); err == nil || !strings.Contains(err.Error(), "command tag") {
 			t.Errorf("SetCommandTag(%q) = %v, want an error about the command tag", tag, err)
 		}
+	}
+}
+
+// TestLocalInput checks what a local RunInput command reads: all of its input, then its end;
+// an error reading the input fails the command's run, naming it.
+func TestLocalInput(t *testing.T) {
+	t.Parallel()
+	c := localConn(t)
+	res, err := c.RunInput(context.Background(), strings.NewReader("one\ntwo\n"), "cat")
+	if err != nil || string(res.Stdout) != "one\ntwo\n" {
+		t.Errorf("RunInput cat = %q, %v; want its input back", res.Stdout, err)
+	}
+	broken := io.MultiReader(strings.NewReader("one\n"), iotest.ErrReader(errors.New("disk on fire")))
+	_, err = c.RunInput(context.Background(), broken, "cat")
+	if err == nil || !strings.Contains(err.Error(), "reading its input: disk on fire") {
+		t.Errorf("RunInput with an input that fails = %v, want the input's error", err)
 	}
 }

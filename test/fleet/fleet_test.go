@@ -255,9 +255,12 @@ func TestFleet(t *testing.T) {
 
 	t.Run("a pending run is resumed", func(t *testing.T) {
 		// c3's master reboots in the middle of a run, without its @reboot resume: the run is
-		// left pending until the next playbook run, which also upgrades c2.
+		// left pending until the next playbook run, which also upgrades c2. The run's drain
+		// waits for a job of 15 s, long enough for a loaded machine to see the run pending and
+		// reboot the master before the run ends (a job of 3 s was not); the job is run again
+		// after the boot, and the resumed drain waits for it once more.
 		c3 := f.clusters["c3"]
-		mustShell(t, ctx, c3, "node1", "rm -f /etc/cron.d/cutover && /usr/lib/demoapp/default/usr/sbin/demoapp job submit --seconds 3 >/dev/null")
+		mustShell(t, ctx, c3, "node1", "rm -f /etc/cron.d/cutover && /usr/lib/demoapp/default/usr/sbin/demoapp job submit --seconds 15 >/dev/null")
 		upgrade := exec.Command("docker", "exec", c3.Nodes[0].Container, "/usr/sbin/cutover", "upgrade", "--to=1.1.0", "--yes")
 		if err := upgrade.Start(); err != nil {
 			t.Fatal(err)
