@@ -91,6 +91,12 @@
 // command's shell replaces the watchdog, so its exit status, or the signal
 // that killed it, reaches cutover unchanged.
 //
+// RunInput's commands (tar -x of a staged tree, a manifest through cat) read
+// cutover's stream as their standard input. Over SSH they run without the
+// watchdog and end by themselves when the stream ends, which it does when
+// cutover dies. Locally the watchdog runs them all the same, with its
+// watcher's pipe as descriptor 3, so their process group dies with cutover.
+//
 // A command that ends by itself leaves its background processes running
 // (daemons stay up). One that starts a background process which keeps its
 // standard output or error open (a daemon that does not redirect its output)
