@@ -312,25 +312,7 @@ func TestCommandDiesWithCutover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			helper := exec.Command(os.Args[0], "-test.run=^$")
-			helper.Env = append(os.Environ(), helperEnv+"="+string(spec))
-			var out bytes.Buffer
-			helper.Stdout, helper.Stderr = &out, &out
-			if err := helper.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan struct{})
-			go func() {
-				helper.Wait()
-				close(exited)
-			}()
-			if !waitRunning(t, s, exited) {
-				helper.Process.Kill()
-				<-exited
-				t.Fatalf("the helper's command was never seen running; helper output:\n%s", out.String())
-			}
-			helper.Process.Kill()
-			<-exited
+			killHelper(t, spec, s)
 			assertKilled(t, s, mark)
 			// Nobody waits for the watcher now: it removes the record
 			// once the process group is gone.
@@ -339,17 +321,10 @@ func TestCommandDiesWithCutover(t *testing.T) {
 	}
 }
 
-// TestInputCommandDiesWithCutover kills cutover (a helper process) with SIGKILL while a local
-// RunInput command runs, one that forked and whose input has not ended: the command and
-// what it forked die too, as Run's do. (Over SSH such a command ends when its input does.)
-func TestInputCommandDiesWithCutover(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	s, mark := uniqueSleep(), filepath.Join(dir, "mark")
-	spec, err := json.Marshal(helperSpec{Nodes: []nodes.Node{{Name: localMaster}}, Node: localMaster, Script: slowScript(s, mark), Input: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+// killHelper starts a helper cutover with spec, waits until its command (sleeping s) runs and
+// kills the helper with SIGKILL.
+func killHelper(t *testing.T, spec []byte, s string) {
+	t.Helper()
 	helper := exec.Command(os.Args[0], "-test.run=^$")
 	helper.Env = append(os.Environ(), helperEnv+"="+string(spec))
 	var out bytes.Buffer
@@ -369,6 +344,20 @@ func TestInputCommandDiesWithCutover(t *testing.T) {
 	}
 	helper.Process.Kill()
 	<-exited
+}
+
+// TestInputCommandDiesWithCutover kills cutover (a helper process) with SIGKILL while a local
+// RunInput command runs, one that forked and whose input has not ended: the command and
+// what it forked die too, as Run's do. (Over SSH such a command ends when its input does.)
+func TestInputCommandDiesWithCutover(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, mark := uniqueSleep(), filepath.Join(dir, "mark")
+	spec, err := json.Marshal(helperSpec{Nodes: []nodes.Node{{Name: localMaster}}, Node: localMaster, Script: slowScript(s, mark), Input: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killHelper(t, spec, s)
 	assertKilled(t, s, mark)
 }
 
