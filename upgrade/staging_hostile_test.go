@@ -5,62 +5,19 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cutover/cutover/nodes/sshdtest"
 	"github.com/cutover/cutover/upgrade"
-)
 
-// sandboxSum checksums everything beneath dirs but skip: names, types, modes, owners, sizes,
-// link targets and contents.
-func sandboxSum(t *testing.T, skip string, dirs ...string) string {
-	t.Helper()
-	h := sha256.New()
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if p == skip {
-				return filepath.SkipDir
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			st := fi.Sys().(*syscall.Stat_t)
-			fmt.Fprintf(h, "%s %v %d:%d %d\n", p, fi.Mode(), st.Uid, st.Gid, fi.Size())
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				target, err := os.Readlink(p)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(h, "-> %s\n", target)
-			case fi.Mode().IsRegular():
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				h.Write(data)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return fmt.Sprintf("%x", h.Sum(nil))
-}
+	"github.com/cutover/cutover/upgrade/upgradetest"
+)
 
 // hostileTarGz writes a .tar.gz of the headers (each regular file's contents is its
 // Linkname, which a regular file does not use otherwise).
@@ -221,7 +178,7 @@ func TestStageHostileSources(t *testing.T) {
 			if tt.during != nil {
 				stop = tt.during(t, src)
 			}
-			before := sandboxSum(t, sc.path("state"), sc.root, outside)
+			before := upgradetest.TreeSum(t, sc.path("state"), sc.root, outside)
 			c := *cfg
 			if tt.maxBytes > 0 {
 				c.Stage.MaxBytes = tt.maxBytes
@@ -239,7 +196,7 @@ func TestStageHostileSources(t *testing.T) {
 			if strings.Contains(err.Error(), "stage-source-") {
 				t.Errorf("the error names the private directory: %v", err)
 			}
-			if after := sandboxSum(t, sc.path("state"), sc.root, outside); after != before {
+			if after := upgradetest.TreeSum(t, sc.path("state"), sc.root, outside); after != before {
 				t.Error("a refused stage changed something outside its staging directory")
 			}
 			if left, _ := filepath.Glob(sc.path("state/stage-source-*")); len(left) > 0 {

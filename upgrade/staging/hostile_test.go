@@ -4,10 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/upgrade/staging"
+
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // The trees of the hostile archives, as StageVersion names them.
@@ -133,46 +133,6 @@ func sparseBomb(t *testing.T, dir string, realSize int64) string {
 		t.Fatalf("the sparse bomb is %v bytes (err %v)", fi.Size(), err)
 	}
 	return p
-}
-
-// sandboxSum checksums everything beneath dir but skip: names, types, modes, owners, link
-// targets and contents.
-func sandboxSum(t *testing.T, dir, skip string) string {
-	t.Helper()
-	h := sha256.New()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == skip {
-			return filepath.SkipDir
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		fmt.Fprintf(h, "%s %v %d:%d %d\n", p, fi.Mode(), st.Uid, st.Gid, fi.Size())
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(h, "-> %s\n", target)
-		case fi.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			h.Write(data)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 // sandbox is a test's world: files outside the staging tree that an archive aims at, and the
@@ -320,12 +280,12 @@ func TestUnpackHostile(t *testing.T) {
 			if policy.MaxFiles == 0 {
 				policy = defaultPolicy
 			}
-			before := sandboxSum(t, s.root, s.into)
+			before := upgradetest.TreeSum(t, s.into, s.root)
 			err := staging.Unpack(src, s.into, hostileTrees, policy)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || (tt.entry != "" && !strings.Contains(err.Error(), fmt.Sprintf("entry %q", tt.entry))) {
 				t.Fatalf("Unpack() = %v; want an error naming entry %q with %q", err, tt.entry, tt.want)
 			}
-			if after := sandboxSum(t, s.root, s.into); after != before {
+			if after := upgradetest.TreeSum(t, s.into, s.root); after != before {
 				t.Error("the sandbox outside the staging directory changed")
 			}
 			if left, _ := os.ReadDir(s.into); len(left) > 0 {
@@ -360,11 +320,11 @@ func TestUnpackAllowed(t *testing.T) {
 	p.AllowHardlinks = []string{"usr/sbin/helper2"}
 	p.AllowFifos = []string{"run/*"}
 	p.AllowDevices = []string{"dev/null"}
-	before := sandboxSum(t, s.root, s.into)
+	before := upgradetest.TreeSum(t, s.into, s.root)
 	if err := staging.Unpack(src, s.into, hostileTrees, p); err != nil {
 		t.Fatal(err)
 	}
-	if after := sandboxSum(t, s.root, s.into); after != before {
+	if after := upgradetest.TreeSum(t, s.into, s.root); after != before {
 		t.Error("the sandbox outside the staging directory changed")
 	}
 	trees, err := staging.ReadTrees(s.into, hostileTrees, p)
@@ -491,12 +451,12 @@ func TestReadTreeHostile(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.setup(t, tree)
-			before := sandboxSum(t, outside, "")
+			before := upgradetest.TreeSum(t, "", outside)
 			_, err := staging.ReadTreeAt(src, "usr/lib/app/1.2.0", tt.policy)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ReadTreeAt() = %v, want an error with %q", err, tt.want)
 			}
-			if sandboxSum(t, outside, "") != before {
+			if upgradetest.TreeSum(t, "", outside) != before {
 				t.Error("reading the tree changed what lies outside it")
 			}
 		})
