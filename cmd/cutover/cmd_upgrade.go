@@ -72,6 +72,10 @@ func upgradeCommand() *cli.Command {
 			opts := upgrade.Options{
 				To: to, Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
 			}
+			// Bad input is refused before the question of a confirmation is.
+			if _, err := upgrade.CheckTarget(opts.To, opts.Force); err != nil {
+				return err
+			}
 			if opts.Confirm, err = confirmation(c, "upgrade", opts.DryRun); err != nil {
 				return err
 			}

@@ -78,3 +78,17 @@ func TestNoRunWithoutConsent(t *testing.T) {
 		t.Errorf("%s counts as a terminal", os.DevNull)
 	}
 }
+
+// TestBadTargetBeforeConsent: a malformed --to is refused as such, exit 2, before cutover asks
+// for --yes where there is no terminal, and nothing changes.
+func TestBadTargetBeforeConsent(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	before := lc.snapshot()
+	code, _, errOut := lc.cutover("upgrade", "--to=1.1;touch /tmp/x")
+	if code != 2 || !strings.Contains(errOut, `--to: invalid version "1.1;touch /tmp/x"`) || strings.Contains(errOut, "--yes") {
+		t.Errorf("upgrade --to with a shell metacharacter, no --yes: exit %d\n%s\nwant 2 and the version's error", code, errOut)
+	}
+	if after := lc.snapshot(); after != before {
+		t.Errorf("the cluster changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
