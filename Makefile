@@ -108,12 +108,14 @@ lint:
 
 # BENCH_NODES are the cluster sizes of the whole-run benchmark against pdsh.
 BENCH_NODES ?= 8,32,64,128,256
+# SYNC_NODES are the cluster sizes of the benchmark of what the syncs cost a whole run.
+SYNC_NODES ?= 32,256
 # make bench ends with one table of every figure with a target (test/benchtable); its raw
 # output is in bin/bench.txt. make bench-ganeti runs the Ganeti comparison alone.
 bench: deps
 	@mkdir -p bin; rm -f bin/bench.failed; { \
 	  $(GO) test -run '^$$' -bench . -benchtime 20x ./nodes/ || touch bin/bench.failed; \
-	  CUTOVER_BENCH_NODES=$(BENCH_NODES) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./upgrade/ || touch bin/bench.failed; \
+	  CUTOVER_BENCH_NODES=$(BENCH_NODES) CUTOVER_BENCH_SYNC_NODES=$(SYNC_NODES) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./upgrade/ || touch bin/bench.failed; \
 	  $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./upgrade/staging/ || touch bin/bench.failed; \
 	  $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 90m ./test/ganeti/ || touch bin/bench.failed; \
 	} 2>&1 | tee bin/bench.txt; $(GO) run ./test/benchtable < bin/bench.txt; test ! -e bin/bench.failed

@@ -181,7 +181,7 @@ var syncCommand = []string{"sync", "--"}
 // syncDirs fsyncs dirs with one sync command; the error is an
 // *fs.PathError whose Op is "sync directory" and whose Path names dirs.
 func (f cmdFS) syncDirs(dirs ...string) error {
-	if len(dirs) == 0 {
+	if len(dirs) == 0 || skipSync {
 		return nil
 	}
 	_, err := f.run(append(slices.Clone(syncCommand), dirs...)...)

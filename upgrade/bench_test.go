@@ -191,6 +191,57 @@ func BenchmarkUpgradeRun(b *testing.B) {
 	}
 }
 
+// syncNodes are the cluster sizes BenchmarkSyncCost measures: 32, or the comma-separated
+// sizes in CUTOVER_BENCH_SYNC_NODES (make bench measures 32 and 256).
+var syncNodes = sizesFromEnv("CUTOVER_BENCH_SYNC_NODES", []int{32})
+
+// syncPairs is how many upgrade-and-downgrade pairs one BenchmarkSyncCost op runs each way.
+const syncPairs = 3
+
+// BenchmarkSyncCost measures what the syncs of the nodes' file operations cost a whole run:
+// the no-op upgrade and downgrade of BenchmarkUpgradeRun, once with every sync and once with
+// the node seam's syncs skipped (nodes.SkipSyncEnv, a test hook: the directory syncs on the
+// master and the nodes, and the file syncs of atomic writes), alternating on one cluster
+// syncPairs times so that both meet the same load. It reports a synced and an unsynced run's
+// time (s/run-synced, s/run-unsynced), the switch stage's, where most directory syncs are
+// (s-switch-synced, s-switch-unsynced), and the synced run against the unsynced one
+// (x-sync-cost; the target is at most 1.10).
+func BenchmarkSyncCost(b *testing.B) {
+	bin := buildCutover(b)
+	for _, n := range syncNodes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			c := sshdtest.Start(b, n)
+			sc := newSSHCluster(b, c, benchParallel)
+			ctx := context.Background()
+			var wall, switching [2]time.Duration // [0] synced, [1] unsynced
+			for b.Loop() {
+				for range syncPairs {
+					for i, env := range [][]string{nil, {nodes.SkipSyncEnv + "=1"}} {
+						sc.env = env
+						for _, to := range []string{"1.1.0", "1.0.0"} {
+							run := sc.cutover(ctx, b, bin, "upgrade", "--to="+to, "--yes")
+							if run.code != 0 {
+								b.Fatalf("exit %d, want 0\n%v", run.code, run)
+							}
+							if err := sc.checkAt(to); err != nil {
+								b.Fatalf("%v\n%v", err, run)
+							}
+							wall[i] += run.wall
+							switching[i] += sc.switchTime(ctx, b)
+						}
+					}
+				}
+			}
+			runs := float64(2 * syncPairs * b.N)
+			b.ReportMetric(wall[0].Seconds()/runs, "s/run-synced")
+			b.ReportMetric(wall[1].Seconds()/runs, "s/run-unsynced")
+			b.ReportMetric(switching[0].Seconds()/runs, "s-switch-synced")
+			b.ReportMetric(switching[1].Seconds()/runs, "s-switch-unsynced")
+			b.ReportMetric(float64(wall[0])/float64(wall[1]), "x-sync-cost")
+		})
+	}
+}
+
 // switchTime returns how long the switch stage of the journal's last run took: where a run
 // changes the nodes' directories, and so where most of its directory syncs are.
 func (sc *sshCluster) switchTime(ctx context.Context, tb testing.TB) time.Duration {

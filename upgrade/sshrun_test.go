@@ -27,8 +27,9 @@ import (
 // versions 1.0.0 and 1.1.0 under one directory; the nodes switch its links over SFTP as the
 // sshd login.
 type sshCluster struct {
-	root string // the installation's root; every configured path lies under it
-	cfg  string // the cutover.toml
+	root string   // the installation's root; every configured path lies under it
+	cfg  string   // the cutover.toml
+	env  []string // variables every cutover run gets besides the test's own (NAME=value)
 }
 
 // newSSHCluster installs the application under a directory owned by the servers' login and
@@ -220,7 +221,7 @@ func (sc *sshCluster) cutover(ctx context.Context, tb testing.TB, bin string, ar
 	tb.Helper()
 	args = append([]string{"--config", sc.cfg}, args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = cutoverEnv()
+	cmd.Env = append(cutoverEnv(), sc.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -32,7 +32,8 @@ var targets = []target{
 	{"no-op run: downtime, s", "BenchmarkUpgradeRun/nodes=256", "s-downtime", "", 1.5},
 	{"no-op run: peak RSS, MB", "BenchmarkUpgradeRun/nodes=256", "MB-peak-rss", "", 64},
 	{"no-op run: time per node, 256 x 64 nodes", "BenchmarkUpgradeRun/", "flat-256-of-64", "", 1.10},
-	{"no-op run: switch stage (its syncs), share of a run", "BenchmarkUpgradeRun/nodes=32", "switch-share", "", 0.10},
+	{"no-op run: its syncs, x the run without them, 32 nodes", "BenchmarkSyncCost/nodes=32", "x-sync-cost", "s/run-unsynced", 1.10},
+	{"no-op run: its syncs, x the run without them, 256 nodes", "BenchmarkSyncCost/nodes=256", "x-sync-cost", "s/run-unsynced", 1.10},
 	{"stage, x pdcp -r", "BenchmarkStage/", "x-of-pdcp", "s/pdcp", 0.8},
 	{"restage of an unchanged tree, x pdcp -r", "BenchmarkStage/", "restage-x-of-pdcp", "s/pdcp", 0.02},
 }
@@ -65,16 +66,10 @@ func parse(r io.Reader) (results, error) {
 	return res, sc.Err()
 }
 
-// derive adds the figures computed from others: the time per node at 256 nodes against 64,
-// and the switch stage's share of a run.
+// derive adds the figures computed from others: the time per node at 256 nodes against 64.
 func (res results) derive() {
 	if a, b := res["BenchmarkUpgradeRun/nodes=64"], res["BenchmarkUpgradeRun/nodes=256"]; a != nil && b != nil && a["ms-run-per-node"] > 0 {
 		b["flat-256-of-64"] = b["ms-run-per-node"] / a["ms-run-per-node"]
-	}
-	for _, m := range res {
-		if run := (m["s/upgrade"] + m["s/downgrade"]) / 2; run > 0 && m["s-switch"] > 0 {
-			m["switch-share"] = m["s-switch"] / run
-		}
 	}
 }
 
