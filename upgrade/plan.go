@@ -79,7 +79,7 @@ type PlannedStage struct {
 // (IsNotMaster), a node list that cannot be loaded. A refused run is not an error: the report
 // says so (Proceed is false).
 func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanReport, error) {
-	force, err := CheckTarget(opts.To, opts.Force)
+	force, err := checkTarget(opts.To, opts.Force)
 	if err != nil {
 		return nil, err
 	}

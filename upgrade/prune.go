@@ -159,6 +159,17 @@ func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []strin
 		// Without the cluster's live version nothing can be judged.
 		return g, fmt.Errorf("%s: the cluster's live version: %w", r.Inventory.Master, err)
 	}
+	// Naming a version the cluster runs or a pending run needs is a mistake to say, not to
+	// pass over with "nothing to remove".
+	for _, v := range named {
+		dir, _ := r.Layout.VersionDir(v)
+		switch {
+		case dir == g.live:
+			return g, badInput(fmt.Errorf("prune --version=%q: it is the cluster's live version, which prune never removes", v))
+		case slices.Contains(g.pending, dir):
+			return g, badInput(fmt.Errorf("prune --version=%q: the pending run needs it; end the run first ('cutover upgrade --resume' or '--abort')", v))
+		}
+	}
 	runs, err := journal.NewStore(JournalPath(r.Config)).Runs(ctx)
 	if err != nil {
 		return g, fmt.Errorf("journal: %w", err)

@@ -47,6 +47,22 @@ func (s pruneCheck) Run(ctx context.Context, r *Run) error {
 		lines = append(lines, node+": "+strings.Join(list, ", "))
 	}
 	sort.Strings(lines)
+	// A version named for removal that no node removes is kept on purpose (the way back) or
+	// not installed: the operator hears which, instead of a silent "nothing to remove".
+	var named []string
+	for v := range j.guard.named {
+		named = append(named, v)
+	}
+	sort.Strings(named)
+	for _, v := range named {
+		removed := false
+		for _, list := range j.remove {
+			removed = removed || slices.Contains(list, v)
+		}
+		if !removed {
+			lines = append(lines, v+" kept: the previous version (the way back) or not installed")
+		}
+	}
 	if len(lines) == 0 {
 		r.Note("nothing to remove")
 	} else {

@@ -1,7 +1,9 @@
 package upgrade
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cutover/cutover/journal"
@@ -30,6 +32,7 @@ func TestPruneStagesOnAWorld(t *testing.T) {
 	lagging := &pruneJob{guard: guard, remove: map[string][]string{}}
 	kept := &pruneJob{keep: 3, guard: guard, remove: map[string][]string{}}
 	down := &pruneJob{guard: guard, remove: map[string][]string{}}
+	namedPrevious := &pruneJob{guard: pruneGuard{live: "1.2.0", previous: guard.previous, named: map[string]bool{"1.1.0": true, "1.0.0": true}}, remove: map[string][]string{}}
 	removing := &pruneJob{guard: guard, remove: map[string][]string{"node2": {"1.0.0"}, "node3": {"1.0.0"}}}
 	failing := &pruneJob{guard: guard, remove: map[string][]string{"node2": {"1.0.0"}}}
 	runWorldCases(t, []worldCase{
@@ -43,6 +46,19 @@ func TestPruneStagesOnAWorld(t *testing.T) {
 		{name: "check keeps the keep newest versions",
 			opts: three, from: "1.2.0", to: "1.2.0", stage: pruneCheck{kept}, state: journal.Done,
 			check: wantRemove(kept, map[string][]string{})},
+		{name: "check says that a version named for removal is kept, and removes the other named one",
+			opts: three, from: "1.2.0", to: "1.2.0", stage: pruneCheck{namedPrevious}, state: journal.Done,
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				wantRemove(namedPrevious, map[string][]string{"node1": {"1.0.0"}, "node2": {"1.0.0"}, "node3": {"1.0.0"}})(t, w, r)
+				jr, err := journal.NewStore(JournalPath(r.Config)).Run(context.Background(), r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev, _ := jr.LastEvent("check")
+				if !strings.Contains(ev.Message, "1.1.0 kept: the previous version") || strings.Contains(ev.Message, "1.0.0 kept") {
+					t.Errorf("check's note %q, want 1.1.0 (and only it) said kept", ev.Message)
+				}
+			}},
 		{name: "check fails on a node that cannot be reached",
 			opts: three, from: "1.2.0", to: "1.2.0", setup: func(t *testing.T, w *upgradetest.World) { w.Down("node2") },
 			stage: pruneCheck{down}, state: journal.Failed, err: "node2"},

@@ -59,7 +59,7 @@ type Result struct {
 // the master (IsNotMaster) or when another run holds the lock (journal.IsLocked).
 func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	start := time.Now()
-	force, err := CheckTarget(opts.To, opts.Force)
+	force, err := checkTarget(opts.To, opts.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -119,9 +119,9 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	return res, err
 }
 
-// CheckTarget validates the target version and the names of the checks to force, as
+// checkTarget validates the target version and the names of the checks to force, as
 // `upgrade --to` and `plan --to` take them, and returns the forced checks as a set.
-func CheckTarget(to string, forced []string) (map[string]bool, error) {
+func checkTarget(to string, forced []string) (map[string]bool, error) {
 	if err := layout.ValidVersion(to); err != nil {
 		return nil, badInput(fmt.Errorf("--to: %w", err))
 	}

@@ -67,10 +67,7 @@ func pruneCommand() *cli.Command {
 				return err
 			}
 			dry := c.Bool("dry-run")
-			ask, err := confirmation(c, "prune", dry)
-			if err != nil {
-				return err
-			}
+			ask := confirmation(c, "prune", dry)
 			var out pruneOutput = newOutput(c)
 			res, err := upgrade.Prune(c.Context, cfg, upgrade.PruneOptions{Keep: c.Int("keep"), Versions: c.StringSlice("version"), DryRun: dry, Confirm: ask, Reporter: out})
 			out.pruneDone(res, err, dry)

@@ -40,10 +40,7 @@ func syncCommand() *cli.Command {
 				return err
 			}
 			dryRun := c.Bool("dry-run")
-			ask, err := confirmation(c, "sync", dryRun)
-			if err != nil {
-				return err
-			}
+			ask := confirmation(c, "sync", dryRun)
 			var out syncOutput = newOutput(c)
 			res, err := upgrade.Sync(c.Context, cfg, names, upgrade.SyncOptions{DryRun: dryRun, Confirm: ask, Reporter: out})
 			out.syncDone(res, err, dryRun)

@@ -72,13 +72,7 @@ func upgradeCommand() *cli.Command {
 			opts := upgrade.Options{
 				To: to, Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
 			}
-			// Bad input is refused before the question of a confirmation is.
-			if _, err := upgrade.CheckTarget(opts.To, opts.Force); err != nil {
-				return err
-			}
-			if opts.Confirm, err = confirmation(c, "upgrade", opts.DryRun); err != nil {
-				return err
-			}
+			opts.Confirm = confirmation(c, "upgrade", opts.DryRun)
 			res, err := upgrade.Upgrade(c.Context, cfg, opts)
 			out.upgradeDone(res, err, opts.DryRun)
 			return err
@@ -140,17 +134,19 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, r *upgrade.Run) e
 }
 
 // confirmation returns how a command that changes the cluster asks the operator: nil with
-// --yes or --dry-run, the question on a terminal, and a usage error anywhere else.
-func confirmation(c *cli.Context, what string, dryRun bool) (func(context.Context, *upgrade.Run) error, error) {
+// --yes or --dry-run, and otherwise the question, asked once the run's input was validated and
+// its checks passed, before anything changes. Where there is no terminal to ask on, the answer
+// is a usage error, so that bad input is refused as such first, whoever would have confirmed.
+func confirmation(c *cli.Context, what string, dryRun bool) func(context.Context, *upgrade.Run) error {
 	if dryRun || c.Bool("yes") {
-		return nil, nil
-	}
-	if !isTerminal(c.App.Reader) {
-		return nil, usagef("not on a terminal: pass --yes to %s without confirmation", what)
+		return nil
 	}
 	return func(ctx context.Context, r *upgrade.Run) error {
+		if !isTerminal(c.App.Reader) {
+			return usagef("not on a terminal: pass --yes to %s without confirmation", what)
+		}
 		return confirm(ctx, c.App.Reader, c.App.Writer, r)
-	}, nil
+	}
 }
 
 // isTerminal reports whether r is a terminal, such as the operator's.

@@ -79,14 +79,34 @@ func TestNoRunWithoutConsent(t *testing.T) {
 	}
 }
 
-// TestBadTargetBeforeConsent: a malformed --to is refused as such, exit 2, before cutover asks
-// for --yes where there is no terminal, and nothing changes.
-func TestBadTargetBeforeConsent(t *testing.T) {
+// TestBadInputBeforeConsent: where there is no terminal to ask on and no --yes, bad input is
+// refused as such before cutover asks for --yes, for every command that asks; good input
+// meets the refusal only once its checks passed. Each exits 2 and changes nothing, the journal
+// included.
+func TestBadInputBeforeConsent(t *testing.T) {
 	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
 	before := lc.snapshot()
-	code, _, errOut := lc.cutover("upgrade", "--to=1.1;touch /tmp/x")
-	if code != 2 || !strings.Contains(errOut, `--to: invalid version "1.1;touch /tmp/x"`) || strings.Contains(errOut, "--yes") {
-		t.Errorf("upgrade --to with a shell metacharacter, no --yes: exit %d\n%s\nwant 2 and the version's error", code, errOut)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"upgrade", "--to=1.1;touch /tmp/x"}, `--to: invalid version "1.1;touch /tmp/x"`},
+		{[]string{"upgrade", "--to=1.1.0", "--force=no-such-check"}, "no-such-check"},
+		{[]string{"upgrade", "--to=1.1.0"}, "not on a terminal: pass --yes to upgrade"},
+		{[]string{"prune", "--version=1.0;touch /tmp/x"}, `invalid version "1.0;touch /tmp/x"`},
+		{[]string{"prune", "--version=1.0.0"}, `prune --version="1.0.0": it is the cluster's live version`},
+		{[]string{"prune", "--version=1.1.0"}, "not on a terminal: pass --yes to prune"},
+		{[]string{"sync", "node1;touch /tmp/x"}, `"node1;touch /tmp/x"`},
+		{[]string{"sync", "node9"}, `"node9"`},
+	} {
+		code, _, errOut := lc.cutover(tt.args...)
+		asked := strings.Contains(errOut, "--yes")
+		if code != 2 || !strings.Contains(errOut, tt.want) || asked != strings.Contains(tt.want, "--yes") {
+			t.Errorf("%q without --yes, not on a terminal: exit %d\n%s\nwant 2 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	if code, out, _ := lc.cutover("journal"); code != 0 || !strings.Contains(out, "no runs yet") {
+		t.Errorf("journal after the refusals: exit %d\n%s", code, out)
 	}
 	if after := lc.snapshot(); after != before {
 		t.Errorf("the cluster changed:\nbefore:\n%s\nafter:\n%s", before, after)
