@@ -39,7 +39,10 @@ import (
 // (ms-run-per-node), the time of its switch stage, where most of its directory syncs are
 // (s-switch), where half as many nodes were measured before it, what doubling the nodes cost
 // (x-of-half), and a run against its floor, one round of SSH connections to the same nodes by
-// cutover's own client (x-run-of-dial, s/dial-round).
+// cutover's own client (x-run-of-dial, s/dial-round). It logs how long each stage of a run took.
+// The servers run in PID namespaces of their own (sshdtest.WithOwnProcesses), so that a check
+// that reads every process of a node (the one for daemons of the wrong version) reads that
+// node's, as on a real cluster, not every process of all the servers on this one host.
 
 // benchNodes are the cluster sizes measured, sshd nodes besides the master: 8 and 32, or the
 // comma-separated sizes in CUTOVER_BENCH_NODES (make bench measures 8 to 256).
@@ -91,7 +94,7 @@ func BenchmarkPdshRounds(b *testing.B) {
 	for _, n := range benchNodes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			requireCommands(b, "pdsh", "ssh")
-			c := sshdtest.Start(b, n)
+			c := sshdtest.Start(b, n, sshdtest.WithOwnProcesses())
 			p := newPdsh(b, c)
 			ctx := context.Background()
 			var client time.Duration
@@ -123,11 +126,12 @@ func BenchmarkUpgradeRun(b *testing.B) {
 	bin := buildCutover(b)
 	for _, n := range benchNodes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			c := sshdtest.Start(b, n)
+			c := sshdtest.Start(b, n, sshdtest.WithOwnProcesses())
 			sc := newSSHCluster(b, c, benchParallel)
 			ctx := context.Background()
 			var peak int64
 			var up, down, cpu, downtime, switching time.Duration
+			var stages stageTimes
 			dial := dialRound(b, c, benchParallel)
 			sshd := sshdCPU(b)
 			for b.Loop() {
@@ -146,6 +150,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 						downtime += time.Duration(d * float64(time.Second))
 					}
 					switching += sc.switchTime(ctx, b)
+					stages.add(sc.lastRun(ctx, b))
 					if to == "1.1.0" {
 						up += run.wall
 					} else {
@@ -153,6 +158,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 					}
 				}
 			}
+			b.Logf("%d nodes, the stages of a run: %v", n, &stages)
 			b.ReportMetric(float64(peak)/1e6, "MB-peak-rss")
 			b.ReportMetric(up.Seconds()/float64(b.N), "s/upgrade")
 			b.ReportMetric(down.Seconds()/float64(b.N), "s/downgrade")
@@ -210,7 +216,7 @@ func BenchmarkSyncCost(b *testing.B) {
 	bin := buildCutover(b)
 	for _, n := range syncNodes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			c := sshdtest.Start(b, n)
+			c := sshdtest.Start(b, n, sshdtest.WithOwnProcesses())
 			sc := newSSHCluster(b, c, benchParallel)
 			ctx := context.Background()
 			var wall, switching [2]time.Duration // [0] synced, [1] unsynced
@@ -246,15 +252,54 @@ func BenchmarkSyncCost(b *testing.B) {
 // changes the nodes' directories, and so where most of its directory syncs are.
 func (sc *sshCluster) switchTime(ctx context.Context, tb testing.TB) time.Duration {
 	tb.Helper()
-	runs, err := journal.NewStore(sc.path("state/journal.db")).Runs(ctx)
-	if err != nil || len(runs) == 0 {
-		tb.Fatalf("the journal's last run: %v (%d runs)", err, len(runs))
-	}
-	e, ok := runs[len(runs)-1].LastEvent("switch")
+	e, ok := sc.lastRun(ctx, tb).LastEvent("switch")
 	if !ok || e.State != journal.Done {
 		tb.Fatalf("the last run's switch stage: %+v", e)
 	}
 	return e.Duration
+}
+
+// lastRun returns the journal's last run.
+func (sc *sshCluster) lastRun(ctx context.Context, tb testing.TB) journal.Run {
+	tb.Helper()
+	runs, err := journal.NewStore(sc.path("state/journal.db")).Runs(ctx)
+	if err != nil || len(runs) == 0 {
+		tb.Fatalf("the journal's last run: %v (%d runs)", err, len(runs))
+	}
+	return runs[len(runs)-1]
+}
+
+// stageTimes adds up, stage by stage in the order they ran, how long the stages of runs took.
+type stageTimes struct {
+	order []string
+	took  map[string]time.Duration
+	runs  int
+}
+
+// add adds the stages of run that ended done.
+func (st *stageTimes) add(run journal.Run) {
+	if st.took == nil {
+		st.took = map[string]time.Duration{}
+	}
+	st.runs++
+	for _, e := range run.Events {
+		if e.State != journal.Done {
+			continue
+		}
+		if _, ok := st.took[e.Stage]; !ok {
+			st.order = append(st.order, e.Stage)
+		}
+		st.took[e.Stage] += e.Duration
+	}
+}
+
+// String says how long each stage took per run: where a run's time goes.
+func (st *stageTimes) String() string {
+	var parts []string
+	for _, name := range st.order {
+		parts = append(parts, fmt.Sprintf("%s %.2fs", name, st.took[name].Seconds()/float64(st.runs)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // dialRound returns the time it takes to connect to every node of c, parallel at a time, with
@@ -390,8 +435,8 @@ func sshdCPU(tb testing.TB) func() time.Duration {
 // still run.
 func sshdTicks() (ticks int64, live int) {
 	type proc struct {
-		ppid, ticks int64
-		sshd        bool
+		ppid, ticks    int64
+		sshd, unshared bool
 	}
 	procs := map[int64]proc{}
 	entries, _ := os.ReadDir("/proc")
@@ -414,7 +459,7 @@ func sshdTicks() (ticks int64, live int) {
 		if len(f) < 15 {
 			continue
 		}
-		p := proc{sshd: strings.HasSuffix(s[:i], "(sshd")}
+		p := proc{sshd: strings.HasSuffix(s[:i], "(sshd"), unshared: strings.HasSuffix(s[:i], "(unshare")}
 		p.ppid, _ = strconv.ParseInt(f[1], 10, 64)
 		for _, field := range f[11:15] {
 			v, _ := strconv.ParseInt(field, 10, 64)
@@ -422,14 +467,23 @@ func sshdTicks() (ticks int64, live int) {
 		}
 		procs[pid] = p
 	}
+	// A listener is this process's sshd child, or the child of its unshare child when the
+	// servers have their own processes (sshdtest.WithOwnProcesses).
 	self := int64(os.Getpid())
+	listener := func(p proc) bool {
+		if !p.sshd {
+			return false
+		}
+		parent, ok := procs[p.ppid]
+		return p.ppid == self || ok && parent.unshared && parent.ppid == self
+	}
 	for _, p := range procs {
-		if p.sshd && p.ppid == self {
+		if listener(p) {
 			ticks += p.ticks
 		}
 	}
 	for _, p := range procs {
-		if parent, ok := procs[p.ppid]; ok && parent.sshd && parent.ppid == self {
+		if parent, ok := procs[p.ppid]; ok && listener(parent) {
 			live++
 		}
 	}

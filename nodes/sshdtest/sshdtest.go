@@ -111,6 +111,7 @@ type Server struct {
 	authorized   string
 	sftp         string // the sftp subsystem's command
 	home         string // the login's HOME when not its own; "" otherwise
+	ownProcesses bool   // in a PID namespace of its own (WithOwnProcesses)
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -126,6 +127,7 @@ type options struct {
 	root          bool
 	sftp          string // the sftp subsystem's command; "" for internal-sftp
 	workDirs      bool
+	ownProcesses  bool
 }
 
 // WithExtraHostKeys gives every server ECDSA and RSA host keys besides the
@@ -148,6 +150,13 @@ func WithSFTPServer(command string) Option { return func(o *options) { o.sftp = 
 // command, like the destination of pdcp, then names a different directory on each server, as
 // it would on different hosts. SFTP is unaffected.
 func WithWorkDirs() Option { return func(o *options) { o.workDirs = true } }
+
+// WithOwnProcesses runs every server in a PID namespace of its own with its own /proc
+// (unshare --pid --fork --mount-proc, as root): a command on a server sees only that server's
+// processes, as on a host of its own, and not those of every other server of the cluster. A
+// check that reads every process of its node then costs what it would on a real node, not a
+// share of the whole test host. The namespace's process ids are not the host's.
+func WithOwnProcesses() Option { return func(o *options) { o.ownProcesses = true } }
 
 // WithoutSFTP makes servers without an SFTP subsystem, as some hardened
 // sshd configurations are.
@@ -406,6 +415,7 @@ func newServer(dir, name, login, authorized string, o options) (*Server, error) 
 	}
 	s.hostKeyLines = hostKeyLines
 	s.login, s.authorized = login, authorized
+	s.ownProcesses = o.ownProcesses
 	s.sftp = "internal-sftp"
 	if o.sftp != "" {
 		s.sftp = o.sftp
@@ -477,6 +487,9 @@ func (s *Server) writeConfig() error {
 // start runs sshd and waits until it listens.
 func (s *Server) start() error {
 	cmd := exec.Command(SSHD, "-D", "-e", "-f", s.config)
+	if s.ownProcesses {
+		cmd = exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", SSHD, "-D", "-e", "-f", s.config)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
