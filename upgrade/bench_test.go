@@ -136,13 +136,7 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			sshd := sshdCPU(b)
 			for b.Loop() {
 				for _, to := range []string{"1.1.0", "1.0.0"} {
-					run := sc.cutover(ctx, b, bin, "upgrade", "--to="+to, "--yes")
-					if run.code != 0 {
-						b.Fatalf("exit %d, want 0\n%v", run.code, run)
-					}
-					if err := sc.checkAt(to); err != nil {
-						b.Fatalf("%v\n%v", err, run)
-					}
+					run := sc.runTo(ctx, b, bin, to)
 					peak = max(peak, run.maxRSS)
 					cpu += run.cpu
 					if m := downtimeRE.FindStringSubmatch(run.stdout); m != nil {
@@ -225,13 +219,7 @@ func BenchmarkSyncCost(b *testing.B) {
 					for i, env := range [][]string{nil, {nodes.SkipSyncEnv + "=1"}} {
 						sc.env = env
 						for _, to := range []string{"1.1.0", "1.0.0"} {
-							run := sc.cutover(ctx, b, bin, "upgrade", "--to="+to, "--yes")
-							if run.code != 0 {
-								b.Fatalf("exit %d, want 0\n%v", run.code, run)
-							}
-							if err := sc.checkAt(to); err != nil {
-								b.Fatalf("%v\n%v", err, run)
-							}
+							run := sc.runTo(ctx, b, bin, to)
 							wall[i] += run.wall
 							switching[i] += sc.switchTime(ctx, b)
 						}
@@ -246,6 +234,20 @@ func BenchmarkSyncCost(b *testing.B) {
 			b.ReportMetric(float64(wall[0])/float64(wall[1]), "x-sync-cost")
 		})
 	}
+}
+
+// runTo runs the cutover binary bin through a whole upgrade (or downgrade) of the cluster to
+// version, and fails tb unless it exits 0 with the cluster at version.
+func (sc *sshCluster) runTo(ctx context.Context, tb testing.TB, bin, version string) cutoverRun {
+	tb.Helper()
+	run := sc.cutover(ctx, tb, bin, "upgrade", "--to="+version, "--yes")
+	if run.code != 0 {
+		tb.Fatalf("exit %d, want 0\n%v", run.code, run)
+	}
+	if err := sc.checkAt(version); err != nil {
+		tb.Fatalf("%v\n%v", err, run)
+	}
+	return run
 }
 
 // switchTime returns how long the switch stage of the journal's last run took: where a run

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,20 +16,8 @@ import (
 // both sizes, and a directory that does not exist yet is judged by its nearest existing
 // parent, as a first stage of a version finds it.
 func TestCheckSpace(t *testing.T) {
-	inv, err := nodes.NewInventory("master", []nodes.Node{{Name: "master"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := nodes.NewPool(inv, nodes.SSHConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	ctx := context.Background()
-	c, err := p.Conn(ctx, "master")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := upgradetest.LocalConn(t)
 	dir := t.TempDir()
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/nodes/sshdtest"
 	"github.com/cutover/cutover/upgrade/staging"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // TestVerifyAgainstManifest places a tree on each kind of node and checks it against the
@@ -176,20 +177,8 @@ func TestFreshBaseDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := nodes.NewInventory("master", []nodes.Node{{Name: "master"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := nodes.NewPool(inv, nodes.SSHConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	ctx := context.Background()
-	local, err := p.Conn(ctx, "master")
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := upgradetest.LocalConn(t)
 	root := filepath.Join(t.TempDir(), "fresh")
 	final := filepath.Join(root, "usr/lib/app/1.2.0")
 	sent, err := staging.Send(ctx, local, tree, final, nil)
