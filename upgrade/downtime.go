@@ -2,9 +2,11 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cutover/cutover/nodes"
@@ -22,7 +24,10 @@ const (
 )
 
 // daemons runs the daemons' stop (start false) or start command on every node of list and
-// records the downtime window.
+// records the downtime window. A start runs the start command on every node first and only
+// then checks each node that started for daemons of another version (settleDaemons): the
+// window closes with the last start, not with the last check queued behind it when the
+// cluster has more nodes than ssh.parallel.
 func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error {
 	command := r.Config.Commands.DaemonsStop
 	if start {
@@ -31,9 +36,29 @@ func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error 
 	if command == "" {
 		return nil
 	}
-	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		return r.daemonsOn(ctx, c, n.Name, start)
+	if !start {
+		return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+			return r.daemonsOn(ctx, c, n.Name, false)
+		})
+	}
+	var mu sync.Mutex
+	started := map[string]bool{}
+	err := r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		if err := r.daemonCommand(ctx, c, n.Name, true); err != nil {
+			return err
+		}
+		mu.Lock()
+		started[n.Name] = true
+		mu.Unlock()
+		return nil
 	})
+	var check []nodes.Node
+	for _, n := range list {
+		if started[n.Name] {
+			check = append(check, n)
+		}
+	}
+	return errors.Join(err, r.checkDaemons(ctx, check))
 }
 
 // daemonsOn runs the daemons' stop or start command on one node and records the window. After

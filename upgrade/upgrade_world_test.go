@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -260,6 +261,23 @@ func TestUpgradeStagesOnAWorld(t *testing.T) {
 		{name: "start starts the daemons on every node",
 			from: "1.0.0", to: "1.1.0", stage: start{},
 			state: journal.Done, calls: []string{"node1: start", "node2: start", "node3: start"}},
+		{name: "start starts every node's daemons before it checks any node's processes",
+			from: "1.0.0", to: "1.1.0", config: func(c *config.Config) { c.SSH.Parallel = 1 }, stage: start{},
+			state: journal.Done, calls: []string{"node1: start", "node2: start", "node3: start"},
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				want := []string{"node1: start", "node2: start", "node3: start", "node1: check", "node2: check", "node3: check"}
+				if got := w.Sequence(); !slices.Equal(got, want) {
+					t.Errorf("one node at a time, the commands ran %q, want %q", got, want)
+				}
+			}},
+		{name: "start checks only the nodes that started",
+			from: "1.0.0", to: "1.1.0", setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node2", "start") }, stage: start{},
+			state: journal.Failed, err: "node2", calls: []string{"node1: start", "node2: start", "node3: start"},
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				if got := w.Sequence(); slices.Contains(got, "node2: check") || !slices.Contains(got, "node3: check") {
+					t.Errorf("the commands ran %q, want node1 and node3 checked and node2 not", got)
+				}
+			}},
 		{name: "start fails on a node whose start fails, naming it",
 			from: "1.0.0", to: "1.1.0", setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node2", "start") }, stage: start{},
 			state: journal.Failed, err: "node2", calls: []string{"node1: start", "node2: start", "node3: start"}},

@@ -56,6 +56,7 @@ type World struct {
 
 	mu    sync.Mutex
 	calls map[string][]string
+	seq   []string            // every node's commands and process checks, as "node: command", in the order they ran
 	fail  map[string]bool     // "node command" pairs that fail
 	once  map[string]int      // "node command" pairs and how many more times they fail
 	down  map[string]bool     // nodes that cannot be reached
@@ -227,6 +228,14 @@ func (w *World) Calls(node string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.calls[node])
+}
+
+// Sequence returns every node's commands as "node: command" lines in the order they ran across
+// the nodes, the checks of a node's processes among them as "node: check".
+func (w *World) Sequence() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seq)
 }
 
 // AllCalls returns every node's commands as "node: command" lines, by node then in order.
@@ -401,6 +410,9 @@ func (n *Node) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes
 // it. The checks cutover makes of a node's processes find none: the fake nodes run nothing.
 func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error) {
 	if strings.Contains(script, "cutover-check") {
+		n.w.mu.Lock()
+		n.w.seq = append(n.w.seq, n.name+": check")
+		n.w.mu.Unlock()
 		return nodes.Result{Node: n.name, Stdout: []byte("\n")}, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -409,6 +421,7 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
 	n.w.calls[n.name] = append(n.w.calls[n.name], script)
+	n.w.seq = append(n.w.seq, n.name+": "+script)
 	failOnce := n.w.once[n.name+" "+script] > 0
 	if failOnce {
 		n.w.once[n.name+" "+script]--
