@@ -141,7 +141,6 @@ func (sc *syncCluster) allLinks() string {
 
 func TestRollingRun(t *testing.T) {
 	t.Parallel()
-	nodeVerifyWait = 0
 	tests := []struct {
 		name      string
 		strategy  config.StrategyConfig
