@@ -35,6 +35,8 @@ func (s stagingSend) Run(ctx context.Context, r *Run) error {
 			}
 		}
 	}()
+	j.encode(r)
+	defer j.releaseEncoded()
 	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
 		defer done.Add(1)
 		c, err := streamConn(lc)
@@ -71,4 +73,37 @@ func nodeNames(list []nodes.Node) []string {
 		out = append(out, n.Name)
 	}
 	return out
+}
+
+// encode writes each tree that two or more nodes lack as one tar stream to an unnamed file in
+// cutover's state directory (staging.Tree.Encode), so that the master reads and checksums
+// its files once rather than once a node. Where it cannot, each node's stream is written as
+// it is sent, as for a single node; the run log says why.
+func (j *stagingJob) encode(r *Run) {
+	for i, t := range []*staging.Tree{j.lib, j.share} {
+		lacking := 0
+		for _, n := range r.Online {
+			if !j.nodeStates(n.Name)[i].held() {
+				lacking++
+			}
+		}
+		if lacking < 2 {
+			continue
+		}
+		release, err := t.Encode(r.Config.Paths.StateDir)
+		if err != nil {
+			r.log.Printf("staging: %v; each node's stream is written as it is sent", err)
+			continue
+		}
+		j.release = append(j.release, release)
+		r.log.Printf("staging: %s encoded once for the %d nodes that lack it", t.Dir, lacking)
+	}
+}
+
+// releaseEncoded closes the streams encode wrote.
+func (j *stagingJob) releaseEncoded() {
+	for _, release := range j.release {
+		release()
+	}
+	j.release = nil
 }

@@ -36,6 +36,14 @@ func TestStageAndPrune(t *testing.T) {
 	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "staged on 4 nodes") {
 		t.Fatalf("stage: exit %d, want 0", res.ExitCode)
 	}
+	// The master read and checksummed each tree once, not once per node, on its own file
+	// system (fuse-overlayfs here, which has no O_TMPFILE: the named file removed at once).
+	if log := must(t, c, c.Master, "cat $(ls -t /var/lib/cutover/log/run-*.log | head -n 1)"); strings.Count(log, "encoded once for the 3 nodes that lack it") != 2 {
+		t.Errorf("the stage's run log does not say both trees were encoded once:\n%s", log)
+	}
+	if left := must(t, c, c.Master, "ls -A /var/lib/cutover | grep cutover-stream || true"); left != "" {
+		t.Errorf("the encoded streams left files in the state directory: %s", left)
+	}
 	want := must(t, c, c.Master, "cd /usr && find lib/demoapp/1.2.0 share/demoapp/1.2.0 -type f | sort | xargs sha256sum")
 	for _, n := range others {
 		if got := must(t, c, n, "cd /usr && find lib/demoapp/1.2.0 share/demoapp/1.2.0 -type f | sort | xargs sha256sum"); got != want {

@@ -232,6 +232,7 @@ type Sent struct {
 //
 // A node without the temporary directory, as every node is at a first stage, gets the whole
 // tree at once, from the command that makes the directory: one command sends, one checks.
+// That stream is the one Encode wrote, when it did, or is written for the node as it goes.
 // Where the directory is there already (what an interrupted run left), that command reads
 // nothing and Send lists it and sends only what is missing, as above; progress may then have
 // been told of some bytes of the first stream that the node did not take, which Sent.Bytes
@@ -240,7 +241,14 @@ func Send(ctx context.Context, c Conn, t *Tree, final string, progress Progress)
 	out := &Sent{}
 	tmp := TempDir(final)
 	send := t.Entries
-	n, err := streamTar(ctx, c, t, send, progress, "sh", "-c", freshScript, "cutover-stage", tmp)
+	fresh := []string{"sh", "-c", freshScript, "cutover-stage", tmp}
+	var n int64
+	var err error
+	if t.enc != nil {
+		n, err = streamEncoded(ctx, c, t.enc, progress, fresh...)
+	} else {
+		n, err = streamTar(ctx, c, t, send, progress, fresh...)
+	}
 	out.Bytes = n
 	if code, ok := nodes.ExitCode(err); ok && code == exitNotFresh {
 		out.Bytes = 0
@@ -324,7 +332,11 @@ func sendMissing(ctx context.Context, c Conn, t *Tree, tmp string, progress Prog
 // and returns the bytes of file contents written to the stream.
 func streamTar(ctx context.Context, c Conn, t *Tree, entries []Entry, progress Progress, argv ...string) (int64, error) {
 	pr, pw := io.Pipe()
-	written := make(chan int64, 1)
+	type result struct {
+		n   int64
+		err error
+	}
+	written := make(chan result, 1)
 	go func() {
 		// Buffered, so that the channel gets full SSH packets: tar writes 512-byte headers
 		// and paddings that would otherwise each travel as a packet of their own.
@@ -334,13 +346,19 @@ func streamTar(ctx context.Context, c Conn, t *Tree, entries []Entry, progress P
 			err = bw.Flush()
 		}
 		pw.CloseWithError(err)
-		written <- n
+		written <- result{n, err}
 	}()
 	_, err := c.RunInput(ctx, pr, argv...)
 	// A node that stopped reading leaves the writer blocked on the pipe; closing it ends the
 	// writer, whose count is read only once it has ended.
 	pr.CloseWithError(io.ErrClosedPipe)
-	return <-written, err
+	w := <-written
+	if w.err != nil && !errors.Is(w.err, io.ErrClosedPipe) {
+		// The stream itself failed (a source file changed since it was read): that, not
+		// what the node's tar made of a cut stream, is the cause.
+		return w.n, w.err
+	}
+	return w.n, err
 }
 
 // checkScript lists the directory $1 (list) and follows the listing with markerSums and the

@@ -64,6 +64,7 @@ type Tree struct {
 	base, name string            // Dir is name beneath base
 	rootID     fileID            // the root directory as it was read
 	ids        map[string]fileID // every file as it was read
+	enc        *encoded          // the whole tree's tar stream, once Encode wrote it
 }
 
 // modeBits are the mode bits a tree's entries keep.
