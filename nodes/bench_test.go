@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,25 +88,65 @@ func BenchmarkRoundNewConn(b *testing.B) {
 }
 
 // BenchmarkCommandReused runs single commands one after another on one
-// reused connection and reports their median latency.
+// reused connection and reports their median latency and the CPU time the
+// whole host spent per command (cutover, sshd, the shells; meaningful on an
+// otherwise idle host): a configured command line (RunShell, as the
+// application's commands run), a program (Run of /bin/true) and one of
+// cutover's scripts (Run of sh -c, as the checks run).
 func BenchmarkCommandReused(b *testing.B) {
 	c := sshdtest.Start(b, 1)
 	p := newPool(b, c, nil)
 	node := conn(b, p, "node1")
 	ctx := context.Background()
-	if _, err := node.Run(ctx, "true"); err != nil { // the first session is slower
+	for _, k := range []struct {
+		name string
+		run  func() (nodes.Result, error)
+	}{
+		{"shell", func() (nodes.Result, error) { return node.RunShell(ctx, "true") }},
+		{"program", func() (nodes.Result, error) { return node.Run(ctx, "true") }},
+		{"script", func() (nodes.Result, error) { return node.Run(ctx, "sh", "-c", "true") }},
+	} {
+		b.Run("kind="+k.name, func(b *testing.B) {
+			if _, err := k.run(); err != nil { // the first session is slower
+				b.Fatal(err)
+			}
+			var took []time.Duration
+			busy := hostBusy(b)
+			for b.Loop() {
+				start := time.Now()
+				if _, err := k.run(); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			busy = hostBusy(b) - busy
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/median")
+			b.ReportMetric(busy.Seconds()*1000/float64(len(took)), "cpu-ms/cmd")
+		})
+	}
+}
+
+// hostBusy returns the CPU time the host has spent outside idle and I/O wait
+// since it booted, from /proc/stat (in clock ticks of 1/100 s).
+func hostBusy(b *testing.B) time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
 		b.Fatal(err)
 	}
-	var took []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if _, err := node.Run(ctx, "true"); err != nil {
-			b.Fatal(err)
+	line, _, _ := strings.Cut(string(data), "\n")
+	var ticks int64
+	for i, f := range strings.Fields(line)[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
 		}
-		took = append(took, time.Since(start))
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: %q: %v", line, err)
+		}
+		ticks += n
 	}
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/median")
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // BenchmarkDial32 dials 32 nodes at once (handshake and authentication, no

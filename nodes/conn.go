@@ -91,7 +91,7 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
 	}
 	line := QuoteArgs(argv)
-	return c.run(ctx, line, line, nil)
+	return c.run(ctx, line, line, "exec "+line, nil)
 }
 
 // RunOutput runs argv as Run does, but writes the command's standard output to out as it
@@ -106,7 +106,7 @@ func (c *Conn) RunOutput(ctx context.Context, out io.Writer, argv ...string) (Re
 		out = io.Discard
 	}
 	line := QuoteArgs(argv)
-	return c.run(ctx, line, line, out)
+	return c.run(ctx, line, line, "exec "+line, out)
 }
 
 // RunShell runs script with `sh -c` on the node, with the same results and
@@ -116,32 +116,35 @@ func (c *Conn) RunOutput(ctx context.Context, out io.Writer, argv ...string) (Re
 // itself, rather than an sh started by that line: a process less per
 // command.
 func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
-	return c.run(ctx, "sh -c "+Quote(script), script, nil)
+	return c.run(ctx, "sh -c "+Quote(script), script, script, nil)
 }
 
-// run runs body, a shell command line, under the watchdog; line is the
-// Result's Command, and error messages call the command by its body. When
+// run runs script, shell code, under the watchdog; line is the Result's
+// Command, and error messages call the command shown. A Run line is run as
+// `exec LINE`: the program takes the place of the shell the watchdog execs,
+// rather than being its child, so that the signal that kills the program
+// reaches cutover as such, and a process less waits on every node. When
 // the pool has a command tag, what commands of that tag left running on the
 // node is killed first (once per connection and tag): over SSH by the same
 // session, ahead of the command.
 // Standard output goes to out, or, when out is nil, into the Result up to the read limit.
-func (c *Conn) run(ctx context.Context, line, body string, out io.Writer) (Result, error) {
+func (c *Conn) run(ctx context.Context, line, shown, script string, out io.Writer) (Result, error) {
 	tag := c.pool.commandTag()
 	if tag == "" || c.ssh == nil {
 		if err := c.reap(ctx, tag); err != nil {
 			return Result{Node: c.name, Command: line, ExitCode: -1}, err
 		}
-		return c.runTagged(ctx, line, body, body, tag, false, out)
+		return c.runTagged(ctx, line, shown, script, tag, false, out)
 	}
 	c.reapMu.Lock()
 	if c.reaped[tag] {
 		c.reapMu.Unlock()
-		return c.runTagged(ctx, line, body, body, tag, false, out)
+		return c.runTagged(ctx, line, shown, script, tag, false, out)
 	}
 	// The first command of the tag on this connection reaps ahead of itself;
 	// the lock holds back the connection's other commands of the tag until
 	// it has.
-	res, err := c.runTagged(ctx, line, body, body, tag, true, out)
+	res, err := c.runTagged(ctx, line, shown, script, tag, true, out)
 	if res.ExitCode >= 0 {
 		c.markReaped(tag)
 	}

@@ -88,8 +88,9 @@
 // command's Run returns once the watcher reports the group gone; locally,
 // should that take more than a few seconds, cutover kills the group itself,
 // and the command's shell has SIGKILL as its parent-death signal. The
-// command's shell replaces the watchdog, so its exit status, or the signal
-// that killed it, reaches cutover unchanged.
+// command's shell replaces the watchdog, and a Run's program replaces that
+// shell in turn, so its exit status, or the signal that killed it, reaches
+// cutover unchanged.
 //
 // RunInput's commands (tar -x of a staged tree, a manifest through cat) read
 // cutover's stream as their standard input. Over SSH they run without the

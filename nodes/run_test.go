@@ -377,3 +377,29 @@ func TestRunLeavesBackgroundProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestRunShellOwnJobs: a RunShell script starts without positional parameters, and its
+// `wait` waits for its own jobs only, never for the watchdog's watcher, which ends only after
+// the command (a watchdog whose shell ran the script with the watcher as its job would hang
+// here); a Run program killed by a signal is reported as such.
+func TestRunShellOwnJobs(t *testing.T) {
+	t.Parallel()
+	conns := transports(t, func(cfg *nodes.SSHConfig) { cfg.CommandTimeout = 20 * time.Second })
+	for _, c := range conns {
+		t.Run(transportName(c), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			res, err := c.RunShell(ctx, `echo "$#"; sleep 0.1 & wait; echo waited`)
+			if err != nil {
+				t.Fatalf("a script that waits for its job: %v (the watcher taken for its job?)", err)
+			}
+			if got := string(res.Stdout); got != "0\nwaited\n" {
+				t.Errorf("stdout = %q, want no positional parameters, then the wait's end", got)
+			}
+			_, err = c.Run(ctx, "sh", "-c", "kill -9 $$")
+			if err == nil || !strings.Contains(err.Error(), "killed by signal") {
+				t.Errorf("Run of a program that kills itself: %v, want it killed by a signal", err)
+			}
+		})
+	}
+}
