@@ -29,10 +29,18 @@ type encoded struct {
 // is called, every Send of t to such a node streams that file instead of reading and
 // checksumming the tree's files again for each node. The file holds only checked bytes: a
 // source file changed after Encode is not what the nodes get. Encode must not run
-// concurrently with Send of t. An error (a file system without unnamed files, too little
-// room in dir, a file of the tree changed since ReadTree) leaves t as it was: Send then
+// concurrently with Send of t. An error (a stream that would leave less than a twentieth of
+// dir's file system free, a file of the tree changed since ReadTree) leaves t as it was: Send then
 // encodes for each node, and reports a changed file itself.
 func (t *Tree) Encode(dir string) (release func(), err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil, fmt.Errorf("free space in %s: %w", dir, err)
+	}
+	need := t.Bytes + int64(len(t.Entries))*entryOverhead
+	if !roomFor(int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize, need) {
+		return nil, fmt.Errorf("%s: the tree's stream (%d bytes) would leave less than a twentieth of its file system free", dir, need)
+	}
 	f, err := unnamedFile(dir)
 	if err != nil {
 		return nil, err
@@ -54,6 +62,19 @@ func (t *Tree) Encode(dir string) (release func(), err error) {
 			t.enc = nil
 		}
 	}, nil
+}
+
+// entryOverhead bounds what an entry adds to a tar stream besides its contents: its header,
+// a PAX header for a long name or exact times, and the padding to a whole block.
+const entryOverhead = 3 << 10
+
+// roomFor reports whether a stream of need bytes fits in a file system with free of total
+// bytes available and leaves at least a twentieth of it available, on top of the blocks
+// reserved for root that free does not count: the state directory is usually on the file
+// system of the application's own state, which must never run out of room because a
+// version is being staged.
+func roomFor(free, total, need int64) bool {
+	return free-need >= total/20
 }
 
 // countWriter counts the bytes written through it.
