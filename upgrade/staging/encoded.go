@@ -25,13 +25,13 @@ type encoded struct {
 
 // Encode writes the whole of t, once, as the tar stream that Send gives a node without the
 // tree, to an unnamed file in dir (see unnamedFile; dir must be a directory only this user
-// can write, such as cutover's state directory), checksumming every file as it reads it; until release
-// is called, every Send of t to such a node streams that file instead of reading and
-// checksumming the tree's files again for each node. The file holds only checked bytes: a
-// source file changed after Encode is not what the nodes get. Encode must not run
+// can write, such as cutover's state directory), checksumming every file as it reads it.
+// Until release is called, every Send of t to such a node streams that file instead of
+// reading and checksumming the tree's files again for each node. The file holds only checked
+// bytes: a source file changed after Encode is not what the nodes get. Encode must not run
 // concurrently with Send of t. An error (a stream that would leave less than a twentieth of
-// dir's file system free, a file of the tree changed since ReadTree) leaves t as it was: Send then
-// encodes for each node, and reports a changed file itself.
+// dir's file system available, a file of the tree changed since ReadTree) leaves t as it
+// was: Send then encodes for each node, and reports a changed file itself.
 func (t *Tree) Encode(dir string) (release func(), err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
@@ -39,7 +39,7 @@ func (t *Tree) Encode(dir string) (release func(), err error) {
 	}
 	need := t.Bytes + int64(len(t.Entries))*entryOverhead
 	if !roomFor(int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize, need) {
-		return nil, fmt.Errorf("%s: the tree's stream (%d bytes) would leave less than a twentieth of its file system free", dir, need)
+		return nil, fmt.Errorf("%s: the tree's stream (%d bytes) would leave less than a twentieth of its file system available", dir, need)
 	}
 	f, err := unnamedFile(dir)
 	if err != nil {
@@ -126,9 +126,6 @@ func (r *encodedReader) Read(b []byte) (int, error) {
 				r.progress(d)
 			}
 		}
-	}
-	if errors.Is(err, io.EOF) {
-		return n, io.EOF
 	}
 	return n, err
 }

@@ -227,8 +227,9 @@ type Sent struct {
 // does not belong there, sends what the node lacks as one tar stream extracted by tar on the
 // node, and checks every entry against the manifest, listing and checksumming what arrived in
 // one command. Nothing outside the temporary directory changes, so Send may be interrupted
-// and run again at any time: a rerun sends only what is still missing. The Sent it returns, with an error too, counts the bytes of file
-// contents sent; without an error, Place puts what Send checked in place.
+// and run again at any time: a rerun sends only what is still missing. The Sent it returns,
+// with an error too, counts the bytes of file contents sent; without an error, Place puts
+// what Send checked in place.
 //
 // A node without the temporary directory, as every node is at a first stage, gets the whole
 // tree at once, from the command that makes the directory: one command sends, one checks.
