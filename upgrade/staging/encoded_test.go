@@ -17,12 +17,8 @@ import (
 // stream the same change stops the send. Once released, Send reads the tree again.
 func TestEncodedSend(t *testing.T) {
 	t.Parallel()
-	src := t.TempDir()
-	writeTree(t, src)
-	tree, err := staging.ReadTree(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := sourceTree(t)
+	src := tree.Dir
 	original, err := staging.ReadTree(src)
 	if err != nil {
 		t.Fatal(err)
@@ -81,12 +77,7 @@ func TestEncodedSend(t *testing.T) {
 // is sent as before.
 func TestEncodeRefused(t *testing.T) {
 	t.Parallel()
-	src := t.TempDir()
-	writeTree(t, src)
-	tree, err := staging.ReadTree(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := sourceTree(t)
 	if _, err := tree.Encode(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("Encode into a missing directory: err = nil")
 	}
