@@ -75,7 +75,6 @@ type stagingJob struct {
 	replacing  map[string]bool
 	bytes      atomic.Int64 // the bytes of file contents sent, all nodes together
 	diskNeeded int64
-	release    []func() // what closes the trees' encoded streams (stagingJob.encode)
 }
 
 // StageVersion puts a version's two trees on every online node ahead of a switch. It refuses,

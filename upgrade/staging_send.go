@@ -35,8 +35,7 @@ func (s stagingSend) Run(ctx context.Context, r *Run) error {
 			}
 		}
 	}()
-	j.encode(r)
-	defer j.releaseEncoded()
+	defer j.encode(r)()
 	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
 		defer done.Add(1)
 		c, err := streamConn(lc)
@@ -77,9 +76,11 @@ func nodeNames(list []nodes.Node) []string {
 
 // encode writes each tree that two or more nodes lack as one tar stream to an unnamed file in
 // cutover's state directory (staging.Tree.Encode), so that the master reads and checksums
-// its files once rather than once a node. Where it cannot, each node's stream is written as
-// it is sent, as for a single node; the run log says why.
-func (j *stagingJob) encode(r *Run) {
+// its files once rather than once a node, and returns what closes those streams. Where it
+// cannot, each node's stream is written as it is sent, as for a single node; the run log
+// says why.
+func (j *stagingJob) encode(r *Run) (release func()) {
+	var releases []func()
 	for i, t := range []*staging.Tree{j.lib, j.share} {
 		lacking := 0
 		for _, n := range r.Online {
@@ -90,20 +91,17 @@ func (j *stagingJob) encode(r *Run) {
 		if lacking < 2 {
 			continue
 		}
-		release, err := t.Encode(r.Config.Paths.StateDir)
+		rel, err := t.Encode(r.Config.Paths.StateDir)
 		if err != nil {
 			r.log.Printf("staging: %v; each node's stream is written as it is sent", err)
 			continue
 		}
-		j.release = append(j.release, release)
+		releases = append(releases, rel)
 		r.log.Printf("staging: %s encoded once for the %d nodes that lack it", t.Dir, lacking)
 	}
-}
-
-// releaseEncoded closes the streams encode wrote.
-func (j *stagingJob) releaseEncoded() {
-	for _, release := range j.release {
-		release()
+	return func() {
+		for _, rel := range releases {
+			rel()
+		}
 	}
-	j.release = nil
 }
