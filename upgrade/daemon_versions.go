@@ -54,10 +54,18 @@ func bootIdentity(bootID, initStat []byte) string {
 const factBootPrefix = "boot."
 
 // wrongProcesses is the shell function both scripts share: it prints "PID EXE" for every
-// process whose executable lies under $root but not under $live.
-const wrongProcesses = `root=$1; live=$(readlink -- "$2") || live=
-wrong() { find /proc -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null | while read -r d e; do
-	case $e in "$live"/*) ;; "$root"/*) echo "${d#/proc/} $e";; esac
+// process whose executable lies under $root but not under $live. Both are the physical paths
+// (cd -P, a builtin), as the kernel gives executables, so a lib base reached through a link is
+// still recognised; a live tree that is gone is the link's target as written. It runs on every
+// node twice a run, so it spares processes: find is given the processes' exe links by the
+// shell's glob and reads nothing else of /proc (reading each process's directory cost twice
+// as much), except where the list is too long for one command line (exit 126).
+const wrongProcesses = `root=$1 live=
+cd -P -- "$1" 2>/dev/null && root=$PWD
+if cd -P -- "$2" 2>/dev/null; then live=$PWD; else live=$(readlink -- "$2") || live=; fi
+wrong() { { cd /proc && { find [0-9]*/exe -maxdepth 0 -printf '%h %l\n' 2>/dev/null; [ $? -ne 126 ] ||
+	find . -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null; }; } | while read -r d e; do
+	case $e in "$live"/*) ;; "$root"/*) echo "${d#./} $e";; esac
 done; }
 `
 

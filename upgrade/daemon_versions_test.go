@@ -71,19 +71,46 @@ func TestWrongVersionScripts(t *testing.T) {
 		t.Cleanup(func() { _ = cmd.Process.Kill(); <-ch })
 	}
 
-	out, err := exec.Command("sh", "-c", wrongVersionScript, "cutover-check", base, link).Output()
-	if err != nil {
-		t.Fatalf("check: %v", err)
+	// The same lib base through a link (as /lib is /usr/lib on a merged /usr), and a find that
+	// is refused the glob's list as too long (exit 126), as on a node with a hundred thousand
+	// processes: both find the same process.
+	through := filepath.Join(dir, "lib")
+	if err := os.Symlink(filepath.Join(dir, "usr/lib"), through); err != nil {
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	id, _ := os.ReadFile(bootIDPath)
-	stat, _ := os.ReadFile(initStatPath)
-	if want := bootIdentity(id, stat); lines[0] != want || want == "" {
-		t.Errorf("first line %q, want the boot identity %q", lines[0], want)
+	shim := filepath.Join(dir, "shim")
+	if err := os.MkdirAll(shim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	find, _ := exec.LookPath("find")
+	tooLong := "#!/bin/sh\ncase $1 in [0-9]*/exe) echo \"find: Argument list too long\" >&2; exit 126;; esac\nexec " + find + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "find"), []byte(tooLong), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	want := strconv.Itoa(procs["1.0"].Process.Pid) + " " + bins["1.0"]
-	if got := lines[1:]; !slices.Equal(got, []string{want}) {
-		t.Errorf("check found %q, want only %q", got, want)
+	for _, tc := range []struct {
+		name, base string
+		env        []string
+	}{
+		{"lib base", base, nil},
+		{"lib base through a link", filepath.Join(through, "app"), nil},
+		{"list too long for find", base, []string{"PATH=" + shim + ":" + os.Getenv("PATH")}},
+	} {
+		cmd := exec.Command("sh", "-c", wrongVersionScript, "cutover-check", tc.base, link)
+		cmd.Env = append(os.Environ(), tc.env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: check: %v", tc.name, err)
+		}
+		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+		id, _ := os.ReadFile(bootIDPath)
+		stat, _ := os.ReadFile(initStatPath)
+		if want := bootIdentity(id, stat); lines[0] != want || want == "" {
+			t.Errorf("%s: first line %q, want the boot identity %q", tc.name, lines[0], want)
+		}
+		if got := lines[1:]; !slices.Equal(got, []string{want}) {
+			t.Errorf("%s: check found %q, want only %q", tc.name, got, want)
+		}
 	}
 
 	if out, err := exec.Command("sh", "-c", killWrongScript, "cutover-kill", base, link).CombinedOutput(); err != nil {
