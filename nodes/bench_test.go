@@ -92,39 +92,55 @@ func BenchmarkRoundNewConn(b *testing.B) {
 // whole host spent per command (cutover, sshd, the shells; meaningful on an
 // otherwise idle host): a configured command line (RunShell, as the
 // application's commands run), a program (Run of /bin/true) and one of
-// cutover's scripts (Run of sh -c, as the checks run).
+// cutover's scripts (Run of sh -c, as the checks run), each in the connection's
+// command shell and in a session of its own.
 func BenchmarkCommandReused(b *testing.B) {
 	c := sshdtest.Start(b, 1)
 	p := newPool(b, c, nil)
-	node := conn(b, p, "node1")
+	plain := newPool(b, c, nil)
+	nodes.NoCommandShell(plain)
 	ctx := context.Background()
 	for _, k := range []struct {
 		name string
-		run  func() (nodes.Result, error)
+		run  func(*nodes.Conn) (nodes.Result, error)
 	}{
-		{"shell", func() (nodes.Result, error) { return node.RunShell(ctx, "true") }},
-		{"program", func() (nodes.Result, error) { return node.Run(ctx, "true") }},
-		{"script", func() (nodes.Result, error) { return node.Run(ctx, "sh", "-c", "true") }},
+		{"shell", func(node *nodes.Conn) (nodes.Result, error) { return node.RunShell(ctx, "true") }},
+		{"program", func(node *nodes.Conn) (nodes.Result, error) { return node.Run(ctx, "true") }},
+		{"script", func(node *nodes.Conn) (nodes.Result, error) { return node.Run(ctx, "sh", "-c", "true") }},
 	} {
-		b.Run("kind="+k.name, func(b *testing.B) {
-			if _, err := k.run(); err != nil { // the first session is slower
-				b.Fatal(err)
+		// via=shell runs the commands in the connection's command shell, via=session gives each
+		// a session of its own (as on a node without bash).
+		for _, via := range []string{"shell", "session"} {
+			node := conn(b, p, "node1")
+			if via == "session" {
+				node = conn(b, plain, "node1")
 			}
-			var took []time.Duration
-			busy := hostBusy(b)
-			for b.Loop() {
-				start := time.Now()
-				if _, err := k.run(); err != nil {
-					b.Fatal(err)
-				}
-				took = append(took, time.Since(start))
-			}
-			busy = hostBusy(b) - busy
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/median")
-			b.ReportMetric(busy.Seconds()*1000/float64(len(took)), "cpu-ms/cmd")
-		})
+			b.Run("kind="+k.name+"/via="+via, func(b *testing.B) {
+				benchCommand(b, func() (nodes.Result, error) { return k.run(node) })
+			})
+		}
 	}
+}
+
+// benchCommand runs run once per iteration and reports its median latency and the host's CPU
+// per command.
+func benchCommand(b *testing.B, run func() (nodes.Result, error)) {
+	if _, err := run(); err != nil { // the first session (or the shell's start) is slower
+		b.Fatal(err)
+	}
+	var took []time.Duration
+	busy := hostBusy(b)
+	for b.Loop() {
+		start := time.Now()
+		if _, err := run(); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	busy = hostBusy(b) - busy
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/median")
+	b.ReportMetric(busy.Seconds()*1000/float64(len(took)), "cpu-ms/cmd")
 }
 
 // hostBusy returns the CPU time the host has spent outside idle and I/O wait

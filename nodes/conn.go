@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strings"
 	"sync"
 	"time"
 )
@@ -134,17 +135,17 @@ func (c *Conn) run(ctx context.Context, line, shown, script string, out io.Write
 		if err := c.reap(ctx, tag); err != nil {
 			return Result{Node: c.name, Command: line, ExitCode: -1}, err
 		}
-		return c.runTagged(ctx, line, shown, script, tag, false, out)
+		return c.runTagged(ctx, line, shown, script, tag, false, out, true)
 	}
 	c.reapMu.Lock()
 	if c.reaped[tag] {
 		c.reapMu.Unlock()
-		return c.runTagged(ctx, line, shown, script, tag, false, out)
+		return c.runTagged(ctx, line, shown, script, tag, false, out, true)
 	}
 	// The first command of the tag on this connection reaps ahead of itself;
 	// the lock holds back the connection's other commands of the tag until
 	// it has.
-	res, err := c.runTagged(ctx, line, shown, script, tag, true, out)
+	res, err := c.runTagged(ctx, line, shown, script, tag, true, out, true)
 	if res.ExitCode >= 0 {
 		c.markReaped(tag)
 	}
@@ -154,8 +155,9 @@ func (c *Conn) run(ctx context.Context, line, shown, script string, out io.Write
 
 // runTagged runs body under the watchdog, recording it under tag when tag
 // is not empty. With reapFirst, the session first kills what commands of
-// tag left running on the node (SSH only).
-func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, reapFirst bool, out io.Writer) (Result, error) {
+// tag left running on the node (SSH only). With useShell, an SSH command
+// runs in the connection's command shell (shell.go) when that is free.
+func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, reapFirst bool, out io.Writer, useShell bool) (Result, error) {
 	if c.ssh == nil {
 		return c.runLocal(ctx, line, shown, body, tag, out)
 	}
@@ -163,11 +165,24 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	stdout, stderr := newStdout(out), newTailBuffer(maxStderr)
-	remote := sshLine(body, tag, c.name)
-	if reapFirst {
-		remote = reapLine(tag, c.name) + remote
+	var code int
+	var err error
+	inShell := false
+	if sh := c.shell(runCtx, useShell, tag, reapFirst); sh != nil {
+		inShell = true
+		mode, script := "sh", body
+		if argv, ok := strings.CutPrefix(body, "exec "); ok && argv == line {
+			mode, script = "exec", argv
+		}
+		code, err = sh.run(runCtx, mode, script, stdout.w, stderr)
+		sh.busy.Unlock()
+	} else {
+		remote := sshLine(body, tag, c.name)
+		if reapFirst {
+			remote = reapLine(tag, c.name) + remote
+		}
+		code, err = c.ssh.run(runCtx, remote, stdout.w, stderr)
 	}
-	code, err := c.ssh.run(runCtx, remote, stdout.w, stderr)
 	timedOut := false
 	if err != nil && runCtx.Err() != nil {
 		// The command was stopped: by the caller, or by its timeout.
@@ -182,7 +197,11 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 	if err != nil {
 		res.ExitCode = -1
 	}
-	return res, commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err, stdout.cut())
+	cerr := commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err, stdout.cut())
+	if re, ok := cerr.(*runError); ok && inShell {
+		re.signal = shellSignal(re.code)
+	}
+	return res, cerr
 }
 
 // reap kills, once per connection and tag, the commands of tag that an
@@ -200,7 +219,7 @@ func (c *Conn) reap(ctx context.Context, tag string) error {
 	}
 	shown := "kill the commands of " + tag + " left running"
 	reapOnly := reapLine(tag, c.name) + "exit 0\n"
-	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false, nil); err != nil {
+	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false, nil, false); err != nil {
 		return err
 	}
 	c.markReaped(tag)

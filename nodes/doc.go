@@ -92,6 +92,20 @@
 // shell in turn, so its exit status, or the signal that killed it, reaches
 // cutover unchanged.
 //
+// Over SSH, a connection runs its commands one after another in a command
+// shell where the node has bash (for its job control without a terminal):
+// one long-lived shell per connection, started with the
+// connection's first command, that runs each command in a process group of
+// its own with a watcher in that group reading the shell's standard input.
+// It keeps the watchdog's promises (end of file or a kill request kills the
+// group; the group's number stays the command's while the watcher lives;
+// records of tagged commands, one file per shell, empty between commands)
+// and spares the node a new SSH session, login shell and watchdog per
+// command: about half the CPU a command costs. A command started while the
+// shell is busy, and every command on a node without bash, gets a session
+// of its own under the watchdog as above. A shell's status cannot tell a
+// command killed by signal N from one that exited 128+N; its error says so.
+//
 // RunInput's commands (tar -x of a staged tree, a manifest through cat) read
 // cutover's stream as their standard input. Over SSH they run without the
 // watchdog and end by themselves when the stream ends, which it does when

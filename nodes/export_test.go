@@ -13,6 +13,20 @@ const (
 	KillWait      = killWait      // the longest a stopped command's kill is waited for
 )
 
+// NoCommandShell gives every command of p over SSH a session of its own, as on a node without
+// bash: the tests of that path use it.
+func NoCommandShell(p *Pool) { p.noShell = true }
+
+// SetShellBash makes p's command shells start the program bash instead of bash: a name that is
+// not installed stands for a node without bash.
+func SetShellBash(p *Pool, bash string) { p.shellBash = bash }
+
+// Alive reports whether c's connection is still usable.
+func Alive(c *Conn) bool { return c.alive() }
+
+// CommandShellOff reports whether c's pool gives every command a session of its own.
+func CommandShellOff(c *Conn) bool { return c.pool != nil && c.pool.noShell }
+
 // WriterID names this process in the temporary names of its writes.
 var WriterID = writerID
 

@@ -76,6 +76,9 @@ type Pool struct {
 	closed bool
 	slots  map[string]*slot
 	tag    string // the command tag; see SetCommandTag
+
+	noShell   bool   // every command has an SSH session of its own (tests and benchmarks)
+	shellBash string // the command shell's program when not bash (tests)
 }
 
 // slot is one node's place in the pool.
@@ -97,7 +100,7 @@ func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new pool: %w", err)
 	}
-	p := &Pool{inv: inv, cfg: cfg.withDefaults(), slots: make(map[string]*slot, len(inv.Nodes))}
+	p := &Pool{inv: inv, cfg: cfg.withDefaults(), slots: make(map[string]*slot, len(inv.Nodes)), noShell: noCommandShell}
 	needSSH := false
 	for _, n := range inv.Nodes {
 		s := &slot{dialing: make(chan struct{}, 1)}

@@ -38,8 +38,9 @@ type runError struct {
 	code    int    // exit code, -1 when the command did not run to an exit
 	tail    string // the end of standard error, on one line
 	timeout time.Duration
-	err     error // the transport or context error, if any
-	cut     int   // the read limit its standard output passed; 0 when it did not
+	err     error  // the transport or context error, if any
+	cut     int    // the read limit its standard output passed; 0 when it did not
+	signal  string // the signal sh reports as this exit code, for a command shell's status
 }
 
 func (e *runError) Error() string {
@@ -52,6 +53,9 @@ func (e *runError) Error() string {
 		b.WriteString(e.err.Error())
 	case e.code != 0 || e.cut == 0:
 		fmt.Fprintf(&b, "exit %d", e.code)
+		if e.signal != "" {
+			fmt.Fprintf(&b, " (as sh reports a command killed by signal %s)", e.signal)
+		}
 	}
 	if e.cut > 0 {
 		if e.timeout > 0 || e.err != nil || e.code != 0 {

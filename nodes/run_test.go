@@ -22,12 +22,20 @@ func transports(t *testing.T, edit func(*nodes.SSHConfig)) []*nodes.Conn {
 	t.Helper()
 	c := sshdtest.Start(t, 1)
 	p := newPool(t, c, edit)
-	return []*nodes.Conn{conn(t, p, localMaster), conn(t, p, "node1")}
+	// The same node with a session per command, as on a node without bash.
+	plain := newPool(t, c, edit)
+	nodes.NoCommandShell(plain)
+	return []*nodes.Conn{conn(t, p, localMaster), conn(t, p, "node1"), conn(t, plain, "node1")}
 }
 
+// transportName names how c runs commands: "local", "ssh" (in the connection's command shell)
+// or "ssh-session" (a session per command).
 func transportName(c *nodes.Conn) string {
-	if c.Local() {
+	switch {
+	case c.Local():
 		return "local"
+	case nodes.CommandShellOff(c):
+		return "ssh-session"
 	}
 	return "ssh"
 }
@@ -327,14 +335,24 @@ func TestRunSignal(t *testing.T) {
 			// RunShell's script is the command's own shell: killing it
 			// kills the command line as given.
 			res, err := c.RunShell(context.Background(), "echo before; kill -9 $$")
-			if err == nil || !strings.Contains(err.Error(), "killed by signal") {
-				t.Fatalf("err = %v, want it to say the command was killed by a signal", err)
-			}
-			if code, ok := nodes.ExitCode(err); ok {
-				t.Errorf("ExitCode(err) = %d, true; want no exit", code)
-			}
-			if res.ExitCode != -1 {
-				t.Errorf("Result.ExitCode = %d, want -1", res.ExitCode)
+			if name == "local" || name == "ssh-session" {
+				if err == nil || !strings.Contains(err.Error(), "killed by signal") {
+					t.Fatalf("err = %v, want it to say the command was killed by a signal", err)
+				}
+				if code, ok := nodes.ExitCode(err); ok {
+					t.Errorf("ExitCode(err) = %d, true; want no exit", code)
+				}
+				if res.ExitCode != -1 {
+					t.Errorf("Result.ExitCode = %d, want -1", res.ExitCode)
+				}
+			} else {
+				// A command shell has the status sh gives: 128+9, which it says may be SIGKILL.
+				if err == nil || !strings.Contains(err.Error(), "exit 137 (as sh reports a command killed by signal SIGKILL)") {
+					t.Fatalf("err = %v, want exit 137 said to be what sh reports for SIGKILL", err)
+				}
+				if code, ok := nodes.ExitCode(err); !ok || code != 137 || res.ExitCode != 137 {
+					t.Errorf("ExitCode(err) = %d, %v, Result.ExitCode = %d; want 137", code, ok, res.ExitCode)
+				}
 			}
 			if string(res.Stdout) != "before\n" {
 				t.Errorf("Stdout = %q, want the output before the signal", res.Stdout)
@@ -365,7 +383,11 @@ func TestRunLeavesBackgroundProcess(t *testing.T) {
 			if took > 4*time.Second {
 				t.Errorf("took %s, want the command back within about 2s of its exit", took)
 			}
-			pids := processesWith(t, "sleep\x00"+marker)
+			// The background process may not have exec'd sleep yet when the command returns.
+			var pids []string
+			for deadline := time.Now().Add(3 * time.Second); len(pids) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				pids = processesWith(t, "sleep\x00"+marker)
+			}
 			if len(pids) == 0 {
 				t.Error("the background process did not survive the command")
 			}

@@ -48,6 +48,10 @@ type sshClient struct {
 
 	sftpErrMu sync.Mutex
 	sftpErr   error // set once an SFTP operation went unanswered: the server is not used again
+
+	shellMu sync.Mutex
+	shell   *remoteShell // the command shell, once one was started
+	noShell atomic.Bool  // the node cannot run a command shell: every command has a session of its own
 }
 
 // dialError is a failed connection attempt.

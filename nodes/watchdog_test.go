@@ -37,7 +37,21 @@ type watchdogTransport struct {
 	name    string
 	cluster *sshdtest.Cluster // the servers whose SSH settings the pool gets
 	node    string            // the node to run commands on
+	plain   bool              // a session per command instead of the command shell
 }
+
+// pool returns a pool for the transport's cluster, with edit applied to its settings.
+func (tr watchdogTransport) pool(t *testing.T, edit func(*nodes.SSHConfig)) *nodes.Pool {
+	t.Helper()
+	p := newPool(t, tr.cluster, edit)
+	if tr.plain {
+		nodes.NoCommandShell(p)
+	}
+	return p
+}
+
+// shell reports whether the transport's commands run in a command shell.
+func (tr watchdogTransport) shell() bool { return tr.node != localMaster && !tr.plain }
 
 // login is the user the transport's commands run as.
 func (tr watchdogTransport) login() string {
@@ -77,6 +91,8 @@ func watchdogTransports(t *testing.T) ([]watchdogTransport, string) {
 		{name: "local", cluster: c, node: localMaster},
 		{name: "ssh", cluster: c, node: "node1"},
 		{name: "ssh-root", cluster: root, node: "node1"},
+		{name: "ssh-session", cluster: c, node: "node1", plain: true},
+		{name: "ssh-root-session", cluster: root, node: "node1", plain: true},
 	}, c.UserDir(t)
 }
 
@@ -178,7 +194,7 @@ func TestStoppedCommandIsKilled(t *testing.T) {
 // it was left.
 func stoppedCommandIsKilled(t *testing.T, tr watchdogTransport, dir, how string, timeout time.Duration) bool {
 	t.Helper()
-	p := newPool(t, tr.cluster, func(cfg *nodes.SSHConfig) {
+	p := tr.pool(t, func(cfg *nodes.SSHConfig) {
 		if how == "timeout" {
 			cfg.CommandTimeout = timeout
 		}
@@ -233,7 +249,9 @@ func stoppedCommandIsKilled(t *testing.T, tr watchdogTransport, dir, how string,
 		}
 	}
 	assertKilled(t, s, mark)
-	assertNoRecords(t, tr.recordDir(t), tag)
+	// The killer removes the record just before its last SIGKILL; under load Run may have
+	// returned on the output's grace period a moment before.
+	waitNoRecords(t, tr.recordDir(t), tag)
 	return true
 }
 
@@ -250,6 +268,8 @@ type helperSpec struct {
 	Script string
 	// Input runs Script with RunInput, on an input that never ends.
 	Input bool
+	// Plain gives the command a session of its own instead of the command shell.
+	Plain bool
 }
 
 func TestMain(m *testing.M) {
@@ -275,6 +295,9 @@ func runHelper(spec string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 2
+	}
+	if h.Plain {
+		nodes.NoCommandShell(p)
 	}
 	if err := p.SetCommandTag(h.Tag); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
@@ -307,7 +330,7 @@ func TestCommandDiesWithCutover(t *testing.T) {
 			s, mark, tag := uniqueSleep(), filepath.Join(dir, "mark-"+uniqueTag()), uniqueTag()
 			spec, err := json.Marshal(helperSpec{
 				Nodes: clusterNodes(tr.cluster), SSH: sshConfig(tr.cluster),
-				Node: tr.node, Tag: tag, Script: slowScript(s, mark),
+				Node: tr.node, Tag: tag, Script: slowScript(s, mark), Plain: tr.plain,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -525,24 +548,62 @@ func TestReapLocal(t *testing.T) {
 func TestReapSSH(t *testing.T) {
 	t.Parallel()
 	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	for _, plain := range []bool{false, true} {
+		name := "command-shell"
+		if plain {
+			name = "session"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			reapSSH(t, c, plain)
+		})
+	}
+}
+
+// reapSSH leaves a command behind on c's node, its watcher stopped as on a node that never sees
+// the connection end, and checks that the next pool of the same tag kills it before its first
+// command; with plain, every command has a session of its own.
+func reapSSH(t *testing.T, c *sshdtest.Cluster, plain bool) {
 	tag := uniqueTag()
 	s, mark := uniqueSleep(), filepath.Join(t.TempDir(), "mark")
-
-	first := newPool(t, c, nil)
-	if err := first.SetCommandTag(tag); err != nil {
-		t.Fatal(err)
+	newPlainPool := func() *nodes.Pool {
+		p := newPool(t, c, nil)
+		if plain {
+			nodes.NoCommandShell(p)
+		}
+		if err := p.SetCommandTag(tag); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+
+	first := newPlainPool()
 	done := runAsync(conn(t, first, "node1"), slowScript(s, mark))
 	if !waitRunning(t, s, nil) {
 		t.Fatal("the command did not start")
 	}
-	// The watcher is a fork of the watchdog, whose arguments end with the
-	// mode, the tag and the node; the watchdog itself became the command.
-	watchers := processesWith(t, "\x00ssh\x00"+tag+"\x00node1\x00")
-	if len(watchers) != 1 {
-		t.Fatalf("%d watchers of tag %s, want 1", len(watchers), tag)
+	var watcher int
+	if plain {
+		// The watcher is a fork of the watchdog, whose arguments end with the
+		// mode, the tag and the node; the watchdog itself became the command.
+		watchers := processesWith(t, "\x00ssh\x00"+tag+"\x00node1\x00")
+		if len(watchers) != 1 {
+			t.Fatalf("%d watchers of tag %s, want 1", len(watchers), tag)
+		}
+		watcher, _ = strconv.Atoi(watchers[0])
+	} else {
+		// A command shell's record names the command's watcher second.
+		files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*"))
+		if len(files) != 1 {
+			t.Fatalf("records of tag %s: %v, want the shell's one", tag, files)
+		}
+		data, err := os.ReadFile(files[0])
+		if f := strings.Fields(string(data)); err != nil || len(f) != 5 {
+			t.Fatalf("record %s: %q, %v", files[0], data, err)
+		} else {
+			watcher, _ = strconv.Atoi(f[1])
+		}
 	}
-	watcher, _ := strconv.Atoi(watchers[0])
 	// Through a pidfd: the reap below kills the watcher, and by the end of the
 	// test another process may have its id.
 	fd, err := unix.PidfdOpen(watcher, 0)
@@ -565,22 +626,42 @@ func TestReapSSH(t *testing.T) {
 	if n := len(processesWith(t, "sleep\x00"+s)); n != 2 {
 		t.Fatalf("%d sleeps run after the connection ended, want both left behind", n)
 	}
-	if left, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*")); len(left) != 1 {
+	left, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*"))
+	if len(left) != 1 {
 		t.Fatalf("records of the left-behind command: %v, want 1", left)
 	}
 
-	second := newPool(t, c, nil)
-	if err := second.SetCommandTag(tag); err != nil {
-		t.Fatal(err)
-	}
-	// The first command reaps ahead of itself in its own session, and still
-	// runs as asked.
-	res, err := conn(t, second, "node1").Run(context.Background(), "echo", "after the reap")
+	// The first command reaps ahead of itself in its own session (or its command shell's
+	// start), and still runs as asked.
+	res, err := conn(t, newPlainPool(), "node1").Run(context.Background(), "echo", "after the reap")
 	if err != nil || string(res.Stdout) != "after the reap\n" {
 		t.Fatalf("first command of the new pool: %q, %v", res.Stdout, err)
 	}
 	assertKilled(t, s, mark)
-	assertNoRecords(t, nodes.RootRecordDir, tag)
+	if plain {
+		assertNoRecords(t, nodes.RootRecordDir, tag)
+		return
+	}
+	// The left-behind record is gone; the new pool's shell has its own, empty once its
+	// command's watcher has ended.
+	if _, err := os.Stat(left[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("record of the left-behind command %s: %v, want it removed", left[0], err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*"))
+		busy := ""
+		for _, f := range files {
+			if data, err := os.ReadFile(f); err == nil && len(data) > 0 {
+				busy = f + ": " + string(data)
+			}
+		}
+		if busy == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record after the reap: %s", busy)
+		}
+	}
 }
 
 // TestReapOnRedial checks that a connection kills what was left behind
@@ -617,6 +698,7 @@ func TestReapOnRedial(t *testing.T) {
 
 	srv.Kill(t)
 	srv.Restart(t)
+	waitDead(t, first)
 	second := conn(t, p, srv.Name)
 	if second == first {
 		t.Fatal("Conn after the node died returned the dead connection")
@@ -640,6 +722,7 @@ func TestReapOnRedial(t *testing.T) {
 	record = writeRecord(t, nodes.RootRecordDir, tag, srv.Name, left.Process.Pid, "")
 	srv.Kill(t)
 	srv.Restart(t)
+	waitDead(t, second)
 	third := conn(t, p, srv.Name)
 	if err := third.MkdirAll(filepath.Join(t.TempDir(), "made"), 0o700); err != nil {
 		t.Fatal(err)
@@ -650,55 +733,106 @@ func TestReapOnRedial(t *testing.T) {
 	}
 }
 
+// waitDead waits until c has seen its connection end, as it does a moment after the node's
+// sshd is killed (at once on an idle machine, later on a loaded one).
+func waitDead(t *testing.T, c *nodes.Conn) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); nodes.Alive(c); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection still looks alive 5s after its node's sshd was killed")
+		}
+	}
+}
+
 // TestCommandRecord checks a tagged command's record while it runs, and
 // that it is gone once the command has returned; untagged commands write
 // none.
 func TestCommandRecord(t *testing.T) {
 	t.Parallel()
 	transports, _ := watchdogTransports(t)
-	// The script's sh is the command's own shell.
+	// The script's sh is the command's own shell. It prints its pid, its process group, the
+	// record directory's mode and the records of the tag T (under the watchdog, the one named
+	// after the command's pid; in a command shell, the shell's one file).
 	const script = `if [ -w /run ]; then d=/run/cutover/cmd; else d=$HOME/.cutover/cmd; fi
-echo $$; stat -c %a "$d" 2>/dev/null || echo no-dir; cat "$d"/*.$$ 2>/dev/null || echo none`
+read -r l </proc/$$/stat; set -- ${l##*) }
+echo $$; echo $3; stat -c %a "$d" 2>/dev/null || echo no-dir
+if [ "$SHELLREC" = 1 ]; then cat "$d/$T".* 2>/dev/null || echo none; else cat "$d"/*.$$ 2>/dev/null || echo none; fi`
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			p := newPool(t, tr.cluster, nil)
+			p := tr.pool(t, nil)
 			c := conn(t, p, tr.node)
-			res, err := c.RunShell(context.Background(), script)
-			if err != nil {
-				t.Fatal(err)
+			tag := uniqueTag()
+			shellRec := "0"
+			if tr.shell() {
+				shellRec = "1"
 			}
-			if lines := strings.Split(string(res.Stdout), "\n"); len(lines) < 3 || lines[2] != "none" {
-				t.Errorf("untagged command: record %q, want none", res.Stdout)
+			run := func() []string {
+				t.Helper()
+				res, err := c.RunShell(context.Background(), "T="+tag+" SHELLREC="+shellRec+"\n"+script)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+				if len(lines) != 4 {
+					t.Fatalf("output %q, want the pid, the process group, the directory's mode and the record", res.Stdout)
+				}
+				return lines
+			}
+			if lines := run(); lines[3] != "none" {
+				t.Errorf("untagged command: record %q, want none", lines[3])
 			}
 
-			tag := uniqueTag()
 			if err := p.SetCommandTag(tag); err != nil {
 				t.Fatal(err)
 			}
-			res, err = c.RunShell(context.Background(), script)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-			if len(lines) != 3 {
-				t.Fatalf("output %q, want the pid, the directory's mode and the record", res.Stdout)
-			}
-			pid, mode, record := lines[0], lines[1], strings.Fields(lines[2])
+			lines := run()
+			pid, group, mode, record := lines[0], lines[1], lines[2], strings.Fields(lines[3])
 			if mode != "700" {
 				t.Errorf("record directory mode %s, want 700", mode)
 			}
 			// process group, pid, start time, boot id, node
-			if len(record) != 5 || record[0] != pid || record[1] != pid || record[3] != bootID(t) || record[4] != tr.node {
-				t.Fatalf("record %q, want group and pid %s, boot id %s and node %s", lines[2], pid, bootID(t), tr.node)
+			if len(record) != 5 || record[3] != bootID(t) || record[4] != tr.node {
+				t.Fatalf("record %q, want 5 fields, boot id %s and node %s", lines[3], bootID(t), tr.node)
 			}
 			if _, err := strconv.Atoi(record[2]); err != nil {
-				t.Errorf("record %q: start time %q is not a number", lines[2], record[2])
+				t.Errorf("record %q: start time %q is not a number", lines[3], record[2])
 			}
-			file := filepath.Join(tr.recordDir(t), tag+"."+pid)
-			if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("record %s after the command returned: %v, want it removed", file, err)
+			if !tr.shell() {
+				// The watchdog's shell became the command.
+				if record[0] != pid || record[1] != pid {
+					t.Errorf("record %q, want group and pid %s", lines[3], pid)
+				}
+				file := filepath.Join(tr.recordDir(t), tag+"."+pid)
+				if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("record %s after the command returned: %v, want it removed", file, err)
+				}
+				return
 			}
+			// In a command shell the record names the command's process group and its watcher,
+			// which is another member of that group; the shell's file is emptied when the
+			// command ends and removed when the shell does.
+			if record[0] != group || record[1] == pid {
+				t.Errorf("record %q, want the command's group %s and a watcher other than the command %s", lines[3], group, pid)
+			}
+			files, _ := filepath.Glob(filepath.Join(tr.recordDir(t), tag+".*"))
+			if len(files) != 1 {
+				t.Fatalf("records of %s after the command: %v, want the shell's one", tag, files)
+			}
+			// The watcher empties it once it reads that cutover has the command's end, just
+			// after the command returned.
+			var data []byte
+			var err error
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if data, err = os.ReadFile(files[0]); err != nil || len(data) == 0 {
+					break
+				}
+			}
+			if err != nil || len(data) != 0 {
+				t.Errorf("record %s after the command returned: %q, %v; want it empty", files[0], data, err)
+			}
+			p.Close()
+			waitNoRecords(t, tr.recordDir(t), tag)
 		})
 	}
 }

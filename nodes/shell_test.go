@@ -1,0 +1,130 @@
+package nodes_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/nodes/sshdtest"
+)
+
+// parentScript prints whether the script's parent is a command shell (its arguments name
+// cutover-shell) or not.
+const parentScript = `if tr '\0' ' ' </proc/$PPID/cmdline | grep -q ' cutover-shell '; then echo shell; else echo session; fi`
+
+// TestCommandShell runs commands through a connection's command shell: their output passes
+// whole whatever it holds (lines that look like the shell's own, no final newline, binary
+// bytes, a megabyte), each command's output is its own, a second command while one runs gets a
+// session of its own, a command killed by its context leaves the shell usable, and a node
+// without bash runs every command in a session of its own.
+func TestCommandShell(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	p := newPool(t, c, nil)
+	cn := conn(t, p, "node1")
+	ctx := context.Background()
+
+	for _, tc := range []struct {
+		name, script, stdout, stderr string
+	}{
+		{"no final newline", `printf 'a\nb'; printf e >&2`, "a\nb", "e"},
+		{"empty", `true`, "", ""},
+		{"empty lines", `printf '\n\n'; printf '\n' >&2`, "\n\n", "\n"},
+		{"lines like the shell's", `printf '\ncutover-shell-ready 0\n\ncutover-shell-ready end\n'; printf '\n0123456789abcdef0123456789abcdef 0\n'`,
+			"\ncutover-shell-ready 0\n\ncutover-shell-ready end\n\n0123456789abcdef0123456789abcdef 0\n", ""},
+		{"binary", `printf '\000\001\377end'`, "\x00\x01\xffend", ""},
+		{"a megabyte", `head -c 1048576 /dev/zero | tr '\000' x`, strings.Repeat("x", 1<<20), ""},
+		{"script lines with backslashes and spaces", "printf '%s|' \\\n  'a\\b'  ' c '\necho", `a\b| c |` + "\n", ""},
+	} {
+		res, err := cn.RunShell(ctx, tc.script)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
+			t.Errorf("%s: stdout %.60q, stderr %q; want %.60q, %q", tc.name, res.Stdout, res.Stderr, tc.stdout, tc.stderr)
+		}
+	}
+	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
+		t.Fatalf("a command of a free connection ran in %q (%v), want the command shell", res.Stdout, err)
+	}
+
+	// One command holds the shell; another at the same time has a session of its own.
+	var wg sync.WaitGroup
+	var slow nodes.Result
+	var slowErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		slow, slowErr = cn.RunShell(ctx, "sleep 1; "+parentScript)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "session\n" {
+		t.Errorf("a command while the shell is busy ran in %q (%v), want a session of its own", res.Stdout, err)
+	}
+	wg.Wait()
+	if slowErr != nil || string(slow.Stdout) != "shell\n" {
+		t.Errorf("the slow command: %q, %v; want it in the shell", slow.Stdout, slowErr)
+	}
+
+	// A command killed by its context: the shell goes on with the next command.
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := cn.RunShell(cctx, "sleep 30"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a command past its context's deadline: %v", err)
+	}
+	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
+		t.Errorf("the command after a killed one ran in %q (%v), want the command shell", res.Stdout, err)
+	}
+	if res, err := cn.Run(ctx, "sh", "-c", parentScript); err != nil || string(res.Stdout) != "shell\n" {
+		t.Errorf("a Run program ran in %q (%v), want the command shell", res.Stdout, err)
+	}
+
+	// A node without bash: every command has a session of its own, and runs as asked.
+	nobash := newPool(t, c, nil)
+	nodes.SetShellBash(nobash, "cutover-test-no-such-bash")
+	for range 2 {
+		res, err := conn(t, nobash, "node1").RunShell(ctx, parentScript+"; exit 3")
+		if code, _ := nodes.ExitCode(err); code != 3 || string(res.Stdout) != "session\n" {
+			t.Errorf("without bash: %q, %v; want a session of its own and exit 3", res.Stdout, err)
+		}
+	}
+}
+
+// TestCommandShellUnderLoad runs command after command in the command shells of 64 nodes at
+// once, each node in a PID namespace of its own as on a cluster, the shells restarted once for
+// a command tag: every command must end within seconds. (A shell that waited for its commands
+// with bash's wait -f hung, spinning, in about one run of this test in four, and in two runs of
+// the 256-node benchmark in three.)
+func TestCommandShellUnderLoad(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 64, sshdtest.WithOwnProcesses())
+	p := newPool(t, c, nil)
+	var list []nodes.Node
+	for _, s := range c.Servers {
+		list = append(list, nodes.Node{Name: s.Name})
+	}
+	for step := range 12 {
+		if step == 1 {
+			if err := p.SetCommandTag(uniqueTag()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := nodes.Each(ctx, list, 32, "", func(ctx context.Context, n nodes.Node) error {
+			cn, err := p.Conn(ctx, n.Name)
+			if err != nil {
+				return err
+			}
+			_, err = cn.Run(ctx, "true")
+			return err
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+}
