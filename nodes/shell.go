@@ -457,3 +457,28 @@ func (c *sshClient) acquireShell(ctx context.Context, bash, tag, node string, re
 	c.shell = s
 	return s
 }
+
+// Prepare readies the connection for the commands of the pool's command tag before they are
+// needed: over SSH, on a node that can run a command shell, it starts the connection's shell
+// (which first kills what earlier executions of the tag left running on the node, as the first
+// command would), so that the first command costs what the others do. It does nothing locally,
+// without a tag, or where the shell is busy or cannot run; a failure to start the shell is no
+// error either, since the commands then run as they would have.
+func (c *Conn) Prepare(ctx context.Context) error {
+	tag := c.pool.commandTag()
+	if c.ssh == nil || tag == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	c.reapMu.Lock()
+	defer c.reapMu.Unlock()
+	reap := !c.reaped[tag]
+	if sh := c.shell(ctx, true, tag, reap); sh != nil {
+		sh.busy.Unlock()
+		if reap {
+			c.markReaped(tag)
+		}
+	}
+	return ctx.Err()
+}

@@ -3,6 +3,7 @@ package nodes_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -126,5 +127,36 @@ func TestCommandShellUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
+	}
+}
+
+// TestPrepare readies a tagged connection before its first command: it kills what an earlier
+// execution of the tag left running on the node, as the first command would, and starts the
+// command shell, in which that first command then runs. Without a tag it does nothing.
+func TestPrepare(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	p := newPool(t, c, nil)
+	cn := conn(t, p, "node1")
+	ctx := context.Background()
+	if err := cn.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare without a tag: %v", err)
+	}
+	tag := uniqueTag()
+	if err := p.SetCommandTag(tag); err != nil {
+		t.Fatal(err)
+	}
+	s, mark := uniqueSleep(), t.TempDir()+"/mark"
+	left := startGroup(t, s, mark)
+	record := writeRecord(t, nodes.RootRecordDir, tag, "node1", left.Process.Pid, "")
+	if err := cn.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	assertKilled(t, s, mark)
+	if files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*")); len(files) != 1 || files[0] == record {
+		t.Errorf("records of %s after Prepare: %v, want the left-behind one gone and the shell's own", tag, files)
+	}
+	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
+		t.Errorf("the first command after Prepare ran in %q (%v), want the command shell", res.Stdout, err)
 	}
 }

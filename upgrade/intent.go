@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 )
 
@@ -23,7 +24,35 @@ func (intent) Where() Where { return OnMaster }
 func (intent) Run(ctx context.Context, r *Run) error {
 	err := r.writeIntent()
 	crashPoint(false, "intent written")
+	if err == nil {
+		r.prepareNodes(ctx)
+	}
 	return err
+}
+
+// preparer is a connection that can ready itself for the run's commands ahead of them
+// (*nodes.Conn: its command shell).
+type preparer interface {
+	Prepare(ctx context.Context) error
+}
+
+// prepareNodes readies every online node's connection for the run's commands, once the
+// operator has agreed to the run and before the daemons stop, so that starting each node's
+// command shell is not inside the downtime window. What fails here is only logged: the node's
+// next command meets the same trouble and reports it where it matters.
+func (r *Run) prepareNodes(ctx context.Context) {
+	nodes.Each(ctx, r.Online, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
+		c, err := r.dial.Conn(ctx, n.Name)
+		if err != nil {
+			return nil
+		}
+		if p, ok := c.(preparer); ok {
+			if err := p.Prepare(ctx); err != nil && r.log != nil {
+				r.log.Printf("%s: preparing the node's command shell: %v", n.Name, err)
+			}
+		}
+		return nil
+	})
 }
 
 // writeIntent writes the intent file naming r as the pending run.

@@ -341,6 +341,15 @@ func TestUpgradeStagesOnAWorld(t *testing.T) {
 			config: func(c *config.Config) { c.Commands.RedistConf = "redist" }, stage: restart{},
 			state: journal.Failed, err: "node3", calls: []string{"node1: stop", "node1: start", "node2: stop", "node2: start", "node3: stop"}},
 
+		{name: "intent readies every online node's connection, ahead of the stops, and runs no command",
+			from: "1.0.0", to: "1.1.0", stage: intent{}, state: journal.Done,
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				got := w.Prepared()
+				slices.Sort(got)
+				if want := []string{"node1", "node2", "node3"}; !slices.Equal(got, want) {
+					t.Errorf("prepared %v, want every online node once: %v", got, want)
+				}
+			}},
 		{name: "finish verifies, and the run ends done with its intent removed",
 			from: "1.0.0", to: "1.1.0", past: true, before: []Stage{intent{}}, stage: finish{},
 			state: journal.Done, calls: []string{"node1: verify"},

@@ -62,6 +62,8 @@ type World struct {
 	down  map[string]bool     // nodes that cannot be reached
 	out   map[string]string   // "node command" pairs and what they print
 	outs  map[string][]string // "node command" pairs and what they print the next times, in turn
+
+	prepared []string // the nodes whose connection was prepared (Prepare), in order
 }
 
 // New builds a World for t; its directory goes with the test.
@@ -404,6 +406,21 @@ func (n *Node) RunOutput(ctx context.Context, out io.Writer, argv ...string) (no
 // RunInput records argv as RunShell records a script; the fake nodes read no input.
 func (n *Node) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
 	return n.RunShell(ctx, nodes.QuoteArgs(argv))
+}
+
+// Prepare records that the run readied the node's connection ahead of its commands.
+func (n *Node) Prepare(ctx context.Context) error {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	n.w.prepared = append(n.w.prepared, n.name)
+	return nil
+}
+
+// Prepared returns the nodes whose connection a run prepared, in order.
+func (w *World) Prepared() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.prepared)
 }
 
 // RunShell records script and succeeds, or fails with exit 7 when Fail or FailOnce asked for
