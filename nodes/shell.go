@@ -33,13 +33,24 @@ import (
 //
 //	run BOUNDARY MODE N   then N lines: the command; MODE "exec" runs an argv line in the
 //	                      shell's place, "sh" runs a script with sh -c
+//	go BOUNDARY           the answer to the shell's ask: cutover still waits for the command
 //	done                  the command's end was read: its watcher exits
-//	kill                  kill the command's process group
+//	kill                  kill the command's process group (or, instead of go, skip it)
+//
+// and, on standard output before the command runs:
+//
+//	\nBOUNDARY ask\n      the shell has the command and runs it only on go
 //
 // and, on both standard output and standard error, after the command's own output:
 //
 //	\nBOUNDARY STATUS\n   the command exited with STATUS (a shell's status: 128+N for signal N)
 //	\nBOUNDARY end\n      the command's process group was waited for; the next request is read
+//
+// The ask costs a round trip a command, and is what keeps a request that reached the node late
+// from running at all: a connection cut off while cutover wrote a request leaves it in the
+// master's TCP send queue, delivered when the network heals, possibly after cutover gave the
+// command up, rolled back and exited. The shell then asks, reads the end of file that follows,
+// and exits without running it.
 //
 // The boundary is 16 random bytes per command, sent on standard input only, so no command can
 // know it, let alone print it. A node without bash (exit 97 before the shell is ready) and a
@@ -84,6 +95,13 @@ while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
 		cutover_i=$((cutover_i + 1))
 	done
 	cutover_s=${cutover_s%?}
+	printf '\n%s ask\n' "$cutover_b" >&4
+	IFS= read -r cutover_l <&5 || exit
+	if [ "$cutover_l" != "go $cutover_b" ]; then
+		printf '\n%s end\n' "$cutover_b" >&4
+		printf '\n%s end\n' "$cutover_b" >&6
+		continue
+	fi
 	{
 		if [ "$cutover_mode" = exec ]; then
 			(eval "exec $cutover_s") >&4 2>&6 4>&- 5>&- 6>&- </dev/null
@@ -261,6 +279,16 @@ func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stde
 		s.close()
 		return -1, fmt.Errorf("command shell: %w", err)
 	}
+	select {
+	case <-fo.asked:
+		if _, err := io.WriteString(s.ch, "go "+b+"\n"); err != nil {
+			s.close()
+			return -1, fmt.Errorf("command shell: %w", err)
+		}
+	case <-fo.passed: // the shell ended; both frames are done
+	case <-ctx.Done():
+		return -1, s.stop(ctx, fo, fe)
+	}
 	both := func(f, g *frame) <-chan struct{} {
 		c := make(chan struct{})
 		go func() { <-f.passed; <-g.passed; close(c) }()
@@ -278,9 +306,16 @@ func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stde
 		return fo.status, nil
 	case <-ctx.Done():
 	}
+	return -1, s.stop(ctx, fo, fe)
+}
+
+// stop asks the shell to kill the command of frames fo and fe (or, before it ran, to skip it)
+// and waits for the shell to report it gone, at most killWait; a shell that does not answer by
+// then is closed. It returns ctx's error.
+func (s *remoteShell) stop(ctx context.Context, fo, fe *frame) error {
 	if _, err := io.WriteString(s.ch, "kill\n"); err != nil {
 		s.close()
-		return -1, ctx.Err()
+		return ctx.Err()
 	}
 	wait := time.NewTimer(killWait)
 	defer wait.Stop()
@@ -291,7 +326,7 @@ func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stde
 	case <-wait.C:
 		s.close()
 	}
-	return -1, ctx.Err()
+	return ctx.Err()
 }
 
 // shellSignal names the signal whose death sh reports as status (128+N), "" when there is none.
@@ -309,9 +344,11 @@ type frame struct {
 	start, end string // "\nBOUNDARY " and "\nBOUNDARY end\n"
 	sink       io.Writer
 	status     int           // the command's status; -1 when it has none; set before passed closes
+	asked      chan struct{} // closed at the shell's ask (standard output only)
 	passed     chan struct{} // closed at the status line, or at the end line when there was none
 	ended      chan struct{} // closed at the end line
 	isPassed   bool
+	isAsked    bool
 }
 
 // framer splits one output stream of a shell into its commands' frames. Output outside a frame
@@ -327,7 +364,7 @@ func newFramer() *framer { return &framer{} }
 
 // add starts the frame of the command with boundary b, after those already waiting.
 func (f *framer) add(b string, sink io.Writer) *frame {
-	fr := &frame{start: "\n" + b + " ", end: "\n" + b + " end\n", sink: sink, status: -1, passed: make(chan struct{}), ended: make(chan struct{})}
+	fr := &frame{start: "\n" + b + " ", end: "\n" + b + " end\n", sink: sink, status: -1, asked: make(chan struct{}), passed: make(chan struct{}), ended: make(chan struct{})}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed {
@@ -387,6 +424,14 @@ func (f *framer) scan() {
 				return
 			}
 			word := string(f.buf[len(fr.start) : len(fr.start)+nl])
+			if word == "ask" {
+				f.buf = f.buf[len(fr.start)+nl+1:]
+				if !fr.isAsked {
+					fr.isAsked = true
+					close(fr.asked)
+				}
+				continue
+			}
 			fr.isPassed = true
 			if word == "end" {
 				f.buf = f.buf[len(fr.start)+nl+1:]

@@ -3,6 +3,8 @@ package nodes_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -158,5 +160,47 @@ func TestPrepare(t *testing.T) {
 	}
 	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
 		t.Errorf("the first command after Prepare ran in %q (%v), want the command shell", res.Stdout, err)
+	}
+}
+
+// TestCommandShellLateRequest sends a command to a node that cannot answer (its sshd and the
+// shell are stopped, as a node cut off the network), gives it up, and closes the connection:
+// when the node answers again, the request and the connection's end reach the shell together,
+// and the command must not run, since cutover is no longer waiting for it.
+func TestCommandShellLateRequest(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	s := c.Servers[0]
+	for _, how := range []string{"given up", "connection closed"} {
+		p := newPool(t, c, func(cfg *nodes.SSHConfig) { cfg.KeepaliveInterval = time.Hour })
+		cn := conn(t, p, s.Name)
+		if res, err := cn.RunShell(context.Background(), parentScript); err != nil || string(res.Stdout) != "shell\n" {
+			t.Fatalf("%s: first command: %q, %v; want it in the command shell", how, res.Stdout, err)
+		}
+		mark := filepath.Join(c.UserDir(t), "late-"+strings.ReplaceAll(how, " ", "-"))
+		s.Freeze(t)
+		if how == "given up" {
+			// The node answers again within killWait: the shell reads the request and
+			// cutover's kill on a connection that still works.
+			go func() {
+				time.Sleep(time.Second)
+				s.Thaw(t)
+			}()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := cn.RunShell(ctx, "touch "+nodes.Quote(mark))
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: the command to a frozen node: %v, want its deadline", how, err)
+		}
+		if how == "connection closed" {
+			p.Close()
+			s.Thaw(t)
+		}
+		time.Sleep(time.Second)
+		if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the command ran after it was given up (%s: %v)", how, mark, err)
+		}
+		p.Close()
 	}
 }
