@@ -59,7 +59,8 @@ import (
 // shellReady is the boundary of the line a command shell prints when it is ready.
 const shellReady = "cutover-shell-ready"
 
-// shellNoBash is the exit status of a command shell's start on a node without bash.
+// shellNoBash is the exit status of a command shell's start on a node without bash, or whose
+// bash has no job control; shellScript spells it out (TestShellNoBashStatus keeps them equal).
 const shellNoBash = 97
 
 // shellScript is the node's side of a command shell; its arguments are the command tag ("" for
@@ -183,7 +184,7 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 		release()
 		return nil, err
 	}
-	s := &remoteShell{c: c, tag: tag, ch: ch, out: newFramer(), errs: newFramer(), ended: make(chan struct{}), status: -1, release: release}
+	s := &remoteShell{c: c, tag: tag, ch: ch, out: &framer{}, errs: &framer{}, ended: make(chan struct{}), status: -1, release: release}
 	ready := s.out.add(shellReady, io.Discard)
 	exitStatus := make(chan int, 1)
 	go func() {
@@ -359,8 +360,6 @@ type framer struct {
 	frames []*frame
 	failed bool
 }
-
-func newFramer() *framer { return &framer{} }
 
 // add starts the frame of the command with boundary b, after those already waiting.
 func (f *framer) add(b string, sink io.Writer) *frame {
