@@ -167,9 +167,9 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 	stdout, stderr := newStdout(out), newTailBuffer(maxStderr)
 	var code int
 	var err error
-	inShell := false
+	inShell, boot := false, ""
 	if sh := c.shell(runCtx, useShell, tag, reapFirst); sh != nil {
-		inShell = true
+		inShell, boot = true, sh.boot
 		mode, script := "sh", body
 		if argv, ok := strings.CutPrefix(body, "exec "); ok && argv == line {
 			mode, script = "exec", argv
@@ -196,6 +196,8 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: outBytes, Stderr: errBytes, Duration: time.Since(start)}
 	if err != nil {
 		res.ExitCode = -1
+	} else {
+		res.Boot = boot
 	}
 	cerr := commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err, stdout.cut())
 	if re, ok := cerr.(*runError); ok && inShell {

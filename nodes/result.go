@@ -29,6 +29,13 @@ type Result struct {
 	Stdout   []byte // bounded: at most the first 4 MiB kept
 	Stderr   []byte // bounded: the last 64 KiB kept
 	Duration time.Duration
+	// Boot is the boot identity of the node the command ran in, "BOOT_ID/START" (the kernel's
+	// boot id and the start time of the node's process 1 in clock ticks since boot, so that a
+	// container restarted on a host that did not boot has another), when it ran to an exit in
+	// the connection's command shell: the shell read it as it started, and a shell that reports
+	// a command's exit has lived since. "" otherwise (a session of its own, locally, a node
+	// without those files).
+	Boot string
 }
 
 // runError is the error of a command that did not exit 0.

@@ -74,16 +74,18 @@ const shellScript = `set -m
 case $- in *m*) ;; *) exit 97;; esac
 cutover_tag=$1 cutover_node=$2
 exec 4>&1 5<&0 6>&2 </dev/null >/dev/null 2>/dev/null
-` + procStatScript + `cutover_rec=
+` + procStatScript + `cutover_rec= cutover_boot= cutover_init=
+{ read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null
+{ read -r cutover_l </proc/1/stat; } 2>/dev/null && { set -- ${cutover_l##*) }; cutover_init=${20}; }
 if [ -n "$cutover_tag" ]; then
 	` + recordDirScript + `	if [ -n "$cutover_dir" ]; then
 		[ -d "$cutover_dir" ] || mkdir -p -m 700 "$cutover_dir"
-		{ read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null || cutover_boot=-
 		cutover_rec=$cutover_dir/$cutover_tag.$$
 		{ : >"$cutover_rec"; } 2>/dev/null || cutover_rec=
 	fi
 fi
 trap '[ -z "$cutover_rec" ] || rm -f "$cutover_rec"' EXIT
+[ -n "$cutover_boot$cutover_init" ] && printf '%s/%s' "$cutover_boot" "$cutover_init" >&4
 printf '\n%s 0\n\n%s end\n' ` + shellReady + ` ` + shellReady + ` >&4
 while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
 	[ "$cutover_op" = run ] || exit
@@ -116,7 +118,7 @@ while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
 		trap "" TERM
 		cutover_pg= cutover_start=-
 		{ read -r cutover_l </proc/$BASHPID/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
-		[ -z "$cutover_rec" ] || { printf "%s %s %s %s %s\n" "$cutover_pg" "$BASHPID" "$cutover_start" "$cutover_boot" "$cutover_node" >"$cutover_rec"; } 2>/dev/null
+		[ -z "$cutover_rec" ] || { printf "%s %s %s %s %s\n" "$cutover_pg" "$BASHPID" "$cutover_start" "${cutover_boot:--}" "$cutover_node" >"$cutover_rec"; } 2>/dev/null
 		cutover_l=
 		IFS= read -r cutover_l <&5
 		if [ "$cutover_l" != done ] && [ -n "$cutover_pg" ] && { read -r cutover_l </proc/"$cutover_pg"/stat; } 2>/dev/null; then
@@ -160,6 +162,7 @@ type remoteShell struct {
 	busy sync.Mutex // held while a command runs
 
 	out, errs *framer
+	boot      string        // the node's boot identity as the shell read it when it started
 	ended     chan struct{} // closed when the shell's session has ended
 	status    int           // the shell's exit status; -1 when it sent none; set before ended closes
 
@@ -185,7 +188,8 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 		return nil, err
 	}
 	s := &remoteShell{c: c, tag: tag, ch: ch, out: &framer{}, errs: &framer{}, ended: make(chan struct{}), status: -1, release: release}
-	ready := s.out.add(shellReady, io.Discard)
+	var boot bytes.Buffer
+	ready := s.out.add(shellReady, &boot)
 	exitStatus := make(chan int, 1)
 	go func() {
 		for req := range reqs {
@@ -239,6 +243,7 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 		}
 		return nil, c.transportError("start command shell", fmt.Errorf("the shell ended before it was ready (exit %d)", s.status))
 	}
+	s.boot = boot.String()
 	return s, nil
 }
 

@@ -97,6 +97,54 @@ func TestCommandShell(t *testing.T) {
 	}
 }
 
+// TestCommandShellBoot checks the boot identity a command that ran in the command shell
+// carries: the node's boot id and the start time of its process 1 (the node is in a PID
+// namespace of its own, so that process is not the test host's), as the node's files give
+// them; a command with a session of its own, or on a node without bash, carries none.
+func TestCommandShellBoot(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithOwnProcesses())
+	p := newPool(t, c, nil)
+	cn := conn(t, p, "node1")
+	ctx := context.Background()
+	id, err1 := cn.ReadFile("/proc/sys/kernel/random/boot_id")
+	stat, err2 := cn.ReadFile("/proc/1/stat")
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	want := strings.TrimSpace(string(id)) + "/" + f[19]
+
+	for _, run := range []func() (nodes.Result, error){
+		func() (nodes.Result, error) { return cn.RunShell(ctx, parentScript) },
+		func() (nodes.Result, error) { return cn.RunShell(ctx, parentScript+"; exit 4") },
+		func() (nodes.Result, error) { return cn.Run(ctx, "sh", "-c", parentScript) },
+	} {
+		res, _ := run()
+		if string(res.Stdout) != "shell\n" || res.Boot != want {
+			t.Errorf("a command in the shell: ran in %q, boot %q; want the shell and %q", res.Stdout, res.Boot, want)
+		}
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cn.RunShell(ctx, "sleep 1")
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "session\n" || res.Boot != "" {
+		t.Errorf("a command while the shell is busy: ran in %q (%v), boot %q; want a session and none", res.Stdout, err, res.Boot)
+	}
+	wg.Wait()
+
+	nobash := newPool(t, c, nil)
+	nodes.SetShellBash(nobash, "cutover-test-no-such-bash")
+	if res, err := conn(t, nobash, "node1").RunShell(ctx, parentScript); err != nil || res.Boot != "" {
+		t.Errorf("without bash: boot %q (%v), want none", res.Boot, err)
+	}
+}
+
 // TestCommandShellUnderLoad runs command after command in the command shells of 64 nodes at
 // once, each node in a PID namespace of its own as on a cluster, the shells restarted once for
 // a command tag: every command must end within seconds. (A shell that waited for its commands

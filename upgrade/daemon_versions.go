@@ -199,7 +199,7 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	} else {
 		r.Warn("%s: daemons of another version run (%s): stopping and starting them again", node, strings.Join(p.wrong, ", "))
 	}
-	if err := r.daemonCommand(ctx, c, node, false); err != nil {
+	if _, err := r.daemonCommand(ctx, c, node, false); err != nil {
 		return err
 	}
 	r.stoppedAt(node, p.boot)
@@ -223,7 +223,7 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	if _, err := c.RunShell(ctx, kill); err != nil {
 		return onNode(node, fmt.Errorf("ending the daemons of another version: %w", err))
 	}
-	if err := r.daemonCommand(ctx, c, node, true); err != nil {
+	if _, err := r.daemonCommand(ctx, c, node, true); err != nil {
 		return err
 	}
 	after, err := r.inspectProcesses(ctx, c, node)
@@ -238,15 +238,15 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 
 // daemonCommand runs the daemons' stop or start command on node without the checks of
 // daemonsOn.
-func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool) error {
+func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool) (nodes.Result, error) {
 	command := r.Config.Commands.DaemonsStop
 	if start {
 		command = r.Config.Commands.DaemonsStart
 	}
 	if command == "" {
-		return nil
+		return nodes.Result{}, nil
 	}
-	_, err := c.RunShell(ctx, r.expand(command, node))
+	res, err := c.RunShell(ctx, r.expand(command, node))
 	if start && err == nil {
 		r.mu.Lock()
 		if r.up == nil {
@@ -255,7 +255,7 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 		r.up[node] = time.Now()
 		r.mu.Unlock()
 	}
-	return err
+	return res, err
 }
 
 // checkDaemons runs settleDaemons on every node of list: the last check before a run may end

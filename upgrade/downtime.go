@@ -44,7 +44,7 @@ func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error 
 	var mu sync.Mutex
 	started := map[string]bool{}
 	err := r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		if err := r.daemonCommand(ctx, c, n.Name, true); err != nil {
+		if _, err := r.daemonCommand(ctx, c, n.Name, true); err != nil {
 			return err
 		}
 		mu.Lock()
@@ -62,8 +62,9 @@ func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error 
 }
 
 // daemonsOn runs the daemons' stop or start command on one node and records the window. After
-// a stop it reads the node's boot identity; after a start it checks that no daemon of another
-// version runs and that the node did not boot meanwhile (settleDaemons).
+// a stop it records the node's boot identity, the one the stop ran in; after a start it checks
+// that no daemon of another version runs and that the node did not boot meanwhile
+// (settleDaemons).
 func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) error {
 	command := r.Config.Commands.DaemonsStop
 	if start {
@@ -75,11 +76,17 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 	if !start {
 		r.Remember(factDownPrefix+node, time.Now().UTC().Format(time.RFC3339Nano))
 	}
-	if err := r.daemonCommand(ctx, c, node, start); err != nil {
+	res, err := r.daemonCommand(ctx, c, node, start)
+	if err != nil {
 		return err
 	}
 	if !start {
-		r.stoppedAt(node, r.readBoot(c, node))
+		// A stop that ran in the node's command shell ran in the boot the shell knows: no read.
+		boot := res.Boot
+		if boot == "" {
+			boot = r.readBoot(c, node)
+		}
+		r.stoppedAt(node, boot)
 		return nil
 	}
 	return r.settleDaemons(ctx, c, node)

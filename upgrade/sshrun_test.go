@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -308,8 +309,21 @@ func testUpgradeOverSSH(t *testing.T, c *sshdtest.Cluster) {
 	host, _ := os.Hostname()
 	wantNodes := []string{host, "node2", "node3", "node4"}
 	slices.Sort(wantNodes)
+	// Every node is this host: each stop records its boot identity, the one the stop ran in
+	// (read by the node's command shell, or from the files on the master).
+	id, err1 := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	stat, err2 := os.ReadFile("/proc/1/stat")
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	wantBoot := strings.TrimSpace(string(id)) + "/" + strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[19]
 	for i, step := range steps {
 		r := runs[i]
+		for _, n := range wantNodes {
+			if got := r.Facts["boot."+n]; got != wantBoot {
+				t.Errorf("run %d: boot identity of %s = %q, want %q", r.ID, n, got, wantBoot)
+			}
+		}
 		if r.Outcome != journal.Succeeded || r.From != step.from || r.To != step.to || r.Direction != step.dir {
 			t.Errorf("journal run %d = %s %s -> %s, outcome %q; want %s %s -> %s, outcome %q",
 				r.ID, r.Direction, r.From, r.To, r.Outcome, step.dir, step.from, step.to, journal.Succeeded)
