@@ -31,10 +31,13 @@ import (
 // BenchmarkStage reports, per op, pdcp's copy of the tree to every node (s/pdcp), the first
 // stage of the tree on every node (s/stage: what `cutover stage` does, the tree encoded once
 // as one tar stream, then on every node the check of the final place, send and place), the
-// restage of the unchanged tree (s/restage: every node's copy checked, nothing sent), both as a fraction of pdcp's time (x-of-pdcp,
-// restage-x-of-pdcp), and the process's peak resident memory (MB-peak-rss). The nodes share
-// this host's disk; each writes a directory of its own, and every timed copy starts with no
-// dirty pages left by the one before (settle).
+// restage of the unchanged tree (s/restage: every node's copy checked, nothing sent), both as
+// a fraction of pdcp's time (x-of-pdcp, restage-x-of-pdcp), and the process's peak resident
+// memory (MB-peak-rss). It also reports the floor of a stage with cutover's own transport
+// (s/bare, bare-x-of-pdcp): the same encoded stream extracted by tar on every node, without
+// the stage's checks, renames and syncs, which is all pdcp does. The nodes share this host's
+// disk; each writes a directory of its own, and every timed copy starts with no dirty pages
+// left by the one before (settle).
 
 var benchNodes = []int{8, 32}
 
@@ -190,7 +193,7 @@ func benchStage(b *testing.B, shape benchShape, n int) {
 		}
 	}
 	encDir := b.TempDir()
-	var pdcp, stage, restage time.Duration
+	var pdcp, stage, restage, bare time.Duration
 	for b.Loop() {
 		settle(b)
 		pdcp += pd.copy(b, src)
@@ -230,6 +233,22 @@ func benchStage(b *testing.B, shape benchShape, n int) {
 			os.RemoveAll(final)
 		}
 		b.StartTimer()
+		settle(b)
+		start = time.Now()
+		release, err = tree.Encode(encDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		each(func(conn *nodes.Conn, final string) error {
+			return staging.SendBare(ctx, conn, tree, final+".bare")
+		})
+		release()
+		bare += time.Since(start)
+		b.StopTimer()
+		for _, final := range finals {
+			os.RemoveAll(final + ".bare")
+		}
+		b.StartTimer()
 	}
 	per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
 	b.ReportMetric(per(pdcp), "s/pdcp")
@@ -237,6 +256,8 @@ func benchStage(b *testing.B, shape benchShape, n int) {
 	b.ReportMetric(per(restage), "s/restage")
 	b.ReportMetric(float64(stage)/float64(pdcp), "x-of-pdcp")
 	b.ReportMetric(float64(restage)/float64(pdcp), "restage-x-of-pdcp")
+	b.ReportMetric(per(bare), "s/bare")
+	b.ReportMetric(float64(bare)/float64(pdcp), "bare-x-of-pdcp")
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	b.ReportMetric(float64(ru.Maxrss)/1024, "MB-peak-rss")

@@ -34,3 +34,12 @@ const (
 	WriteManifestScript = writeManifestScript
 	ReceiveScript       = receiveScript
 )
+
+// SendBare streams the tree's encoded stream (Encode must have run) to tar on the node,
+// extracting it into dir, which must not exist: the transfer alone, with none of Send's
+// checks and none of Place's renames and syncs, which the benchmark measures as the floor of
+// a stage.
+func SendBare(ctx context.Context, c Conn, t *Tree, dir string) error {
+	_, err := streamEncoded(ctx, c, t.enc, nil, "sh", "-c", `mkdir -- "$1" && exec tar -x -p --no-same-owner -b 256 -f - -C "$1"`, "cutover-bench", dir)
+	return err
+}

@@ -365,7 +365,12 @@ func streamTar(ctx context.Context, c Conn, t *Tree, entries []Entry, progress P
 // checkScript lists the directory $1 (list) and follows the listing with markerSums and the
 // SHA-256 of every file in it, as the sums script prints them, each record ended by a NUL; $2
 // is the sums script's. The listing comes first: a file changed after it has another stamp.
+// It first starts writing the directory's file system to disk (a syncfs, in the background),
+// so that the flush placeScript needs before its renames overlaps the reading of the files
+// instead of following it: the one is the disk's work, the other the CPU's.
 const checkScript = listFunction + `set -e
+sync -f -- "$1" </dev/null >/dev/null 2>&1 &
+flush=$!
 list "$1"
 printf '%s\0' ` + markerSums + `
 cd -- "$1"
@@ -373,7 +378,8 @@ if [ "$2" != coreutils ] && openssl dgst -sha256 -r </dev/null >/dev/null 2>&1; 
 	find . -type f -print0 | xargs -0 -r openssl dgst -sha256 -r | tr '\n' '\0'
 else
 	find . -type f -print0 | xargs -0 -r sha256sum -z --
-fi`
+fi
+wait "$flush" || :`
 
 // checkSent lists the node's directory tmp and checksums every file in it, in one command; it
 // returns the listing, the SHA-256 of the listing as the node printed it and the checksums.
