@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/nodes/sshdtest"
+	"github.com/cutover/cutover/upgrade"
 )
 
 // The benchmarks compare a whole cutover run over real sshd nodes with the same fan-out done
@@ -128,11 +130,13 @@ func BenchmarkUpgradeRun(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			c := sshdtest.Start(b, n, sshdtest.WithOwnProcesses())
 			sc := newSSHCluster(b, c, benchParallel)
+			sc.ownLinks(b, c)
 			ctx := context.Background()
 			var peak int64
 			var up, down, cpu, downtime, switching time.Duration
 			var stages stageTimes
 			dial := dialRound(b, c, benchParallel)
+			floor, floorWindow := floorRound(b, c, sc, benchParallel)
 			sshd := sshdCPU(b)
 			for b.Loop() {
 				for _, to := range []string{"1.1.0", "1.0.0"} {
@@ -169,6 +173,12 @@ func BenchmarkUpgradeRun(b *testing.B) {
 			// A run against its floor: one SSH connection to every node.
 			b.ReportMetric(dial.Seconds(), "s/dial-round")
 			b.ReportMetric(float64(perOp/2)/float64(dial), "x-run-of-dial")
+			// The floor of a run with cutover's transport: the nodes' own work of a run and
+			// nothing else, against the dial round and against the run (floorRound).
+			b.ReportMetric(floor.Seconds(), "s/floor")
+			b.ReportMetric(floorWindow.Seconds(), "s-downtime-floor")
+			b.ReportMetric(float64(floor)/float64(dial), "x-floor-of-dial")
+			b.ReportMetric(float64(perOp/2)/float64(floor), "x-run-of-floor")
 			// The time of a run per node: constant while the cost grows linearly.
 			b.ReportMetric(float64(perOp.Milliseconds())/float64(2*n), "ms-run-per-node")
 			runTime.Lock()
@@ -212,6 +222,7 @@ func BenchmarkSyncCost(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			c := sshdtest.Start(b, n, sshdtest.WithOwnProcesses())
 			sc := newSSHCluster(b, c, benchParallel)
+			sc.ownLinks(b, c)
 			ctx := context.Background()
 			var wall, switching [2]time.Duration // [0] synced, [1] unsynced
 			for b.Loop() {
@@ -336,6 +347,109 @@ func dialRound(tb testing.TB, c *sshdtest.Cluster, parallel int) time.Duration {
 		}
 	}
 	return best
+}
+
+// floorRound returns the time the nodes' own work of a no-op run takes with nothing of
+// cutover's around it (no stage machine, journal, run log, crash points, hooks on the master
+// or config migration), and the part of it from the first stop to the last start: the floor
+// that a run and its downtime window can reach on this machine with cutover's transport. It
+// works on every node in fan-outs of parallel nodes, each fan-out ending before the next
+// begins as a run's stages do: the connection and the clock (date, in a session of its own);
+// the check of the target's trees and the links; the command shell's start; the same check
+// again; the daemons' stop (a command); the switch of the links; the config's atomic write
+// (to a file of its own, so that the runs' config is left as it is); ensure-dirs and the
+// start (a command each); the check for daemons of another version, twice. It switches to
+// 1.1.0 and back twice, each round dialing anew, and returns the best round.
+func floorRound(tb testing.TB, c *sshdtest.Cluster, sc *sshCluster, parallel int) (run, window time.Duration) {
+	tb.Helper()
+	lay, err := layout.New("app", layout.Paths{LibDir: sc.path("usr/lib"), DataDir: sc.path("usr/share"), SysconfDir: sc.path("etc"), LocalstateDir: sc.path("var")}, "full", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	config, err := os.ReadFile(sc.path("var/lib/app/config.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lib, _ := lay.Bases()
+	check := []string{"sh", "-c", upgrade.WrongVersionScript, "cutover-check", lib, lay.LibLink()}
+	var list []nodes.Node
+	for _, s := range c.Servers {
+		list = append(list, nodes.Node{Name: s.Name, Address: s.Addr, Port: s.Port})
+	}
+	inv, err := nodes.NewInventory("master", append([]nodes.Node{{Name: "master"}}, list...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	run, window = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	for _, to := range []string{"1.1.0", "1.0.0", "1.1.0", "1.0.0"} {
+		p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := p.SetCommandTag("bench-floor"); err != nil {
+			tb.Fatal(err)
+		}
+		ctx := context.Background()
+		fan := func(f func(ctx context.Context, cn *nodes.Conn) error) {
+			_, err := nodes.Each(ctx, list, parallel, "", func(ctx context.Context, n nodes.Node) error {
+				cn, err := p.Conn(ctx, n.Name)
+				if err != nil {
+					return err
+				}
+				return f(ctx, cn)
+			})
+			if err != nil {
+				tb.Fatalf("the floor of a run to %s: %v", to, err)
+			}
+		}
+		command := func(argv ...string) func(context.Context, *nodes.Conn) error {
+			return func(ctx context.Context, cn *nodes.Conn) error {
+				_, err := cn.Run(ctx, argv...)
+				return err
+			}
+		}
+		verify := func(ctx context.Context, cn *nodes.Conn) error {
+			if err := lay.CheckInstalled(ctx, cn, to); err != nil {
+				return err
+			}
+			_, err := lay.Live(ctx, cn)
+			return err
+		}
+		start := time.Now()
+		fan(func(ctx context.Context, cn *nodes.Conn) error {
+			_, err := cn.RunInput(ctx, strings.NewReader(""), "date", "+%s.%N")
+			return err
+		})
+		fan(verify)
+		fan(func(ctx context.Context, cn *nodes.Conn) error { return cn.Prepare(ctx) })
+		fan(verify)
+		down := time.Now()
+		fan(func(ctx context.Context, cn *nodes.Conn) error {
+			_, err := cn.RunShell(ctx, "true")
+			return err
+		})
+		fan(func(ctx context.Context, cn *nodes.Conn) error {
+			// As the switch stage, which reads the links first; the nodes share theirs, so
+			// they may be halfway through another node's switch.
+			lay.Live(ctx, cn)
+			return lay.Switch(ctx, cn, to)
+		})
+		fan(func(ctx context.Context, cn *nodes.Conn) error {
+			return cn.WriteFileAtomic(sc.path("var/lib/app/floor.json"), config, 0o644)
+		})
+		for range 2 { // ensure-dirs, the start
+			fan(func(ctx context.Context, cn *nodes.Conn) error {
+				_, err := cn.RunShell(ctx, "true")
+				return err
+			})
+		}
+		window = min(window, time.Since(down))
+		fan(command(check...))
+		fan(command(check...))
+		run = min(run, time.Since(start))
+		p.Close()
+	}
+	return run, window
 }
 
 // requireCommands skips (or fails under CI=true) unless every named program is installed.

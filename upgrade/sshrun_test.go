@@ -137,6 +137,23 @@ func (sc *sshCluster) write(tb testing.TB, rel, data string) {
 	}
 }
 
+// ownLinks gives every node of c, whose servers run WithOwnProcesses, a links directory of its
+// own holding the links at 1.0.0, as the nodes of a real cluster have; the master keeps this
+// host's. Nodes that share one links directory switch the same links at once, and one node's
+// switch may remove the temporary link of another's that it takes for a dead run's leftover,
+// failing the other's rename: a benchmark's 64 or 256 nodes do that now and then.
+func (sc *sshCluster) ownLinks(tb testing.TB, c *sshdtest.Cluster) {
+	tb.Helper()
+	for _, d := range c.Bind(tb, sc.path("etc/app")) {
+		for _, link := range []string{"lib", "share"} {
+			if err := os.Symlink(sc.tree(link, "1.0.0"), filepath.Join(d, link)); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		chownTree(tb, d, c.User)
+	}
+}
+
 // chownTree gives root and everything below it to the user called name.
 func chownTree(tb testing.TB, root, name string) {
 	tb.Helper()

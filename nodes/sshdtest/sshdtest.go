@@ -285,6 +285,38 @@ func (c *Cluster) UserDir(tb testing.TB) string {
 	return d
 }
 
+// Bind gives every server started WithOwnProcesses a directory of its own at dir, an existing
+// directory of this host: a new directory, owned by the servers' login, is bind-mounted over
+// dir in the server's mount namespace, so that what a node changes there is its own, as on a
+// host of its own, while the rest of the file system stays shared. It returns each server's
+// directory as this process sees it, in the order of Servers. The mounts are gone when a
+// server is restarted.
+func (c *Cluster) Bind(tb testing.TB, dir string) []string {
+	tb.Helper()
+	var own []string
+	for _, s := range c.Servers {
+		if !s.ownProcesses {
+			tb.Fatalf("sshdtest: Bind needs servers started WithOwnProcesses")
+		}
+		d, err := os.MkdirTemp(s.dir, "bind-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Chown(d, c.uid, c.gid); err != nil {
+			tb.Fatal(err)
+		}
+		s.mu.Lock()
+		pid := s.cmd.Process.Pid // unshare, in the server's mount namespace
+		s.mu.Unlock()
+		out, err := exec.Command("nsenter", "--target", strconv.Itoa(pid), "--mount", "mount", "--bind", d, dir).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("sshdtest: bind %s over %s for %s: %v: %s", d, dir, s.Name, err, out)
+		}
+		own = append(own, d)
+	}
+	return own
+}
+
 // OpenSSHConfig writes an ssh_config for OpenSSH's client (and pdsh, pdcp) that names the
 // servers by names, in order, and checks their host keys strictly against the cluster's
 // known_hosts, and returns its path.
