@@ -18,7 +18,9 @@ import (
 // "DEVICE:INODE:CTIME". A missing directory that is not to be created prints "absent" NUL.
 // It runs in a subshell, so the caller's directory and umask stay as they were, and it
 // fails, saying why, for $1 that is not a directory. Call it as a command of its own in a
-// script that sets -e, never in a condition (where sh would ignore its set -e).
+// script that sets -e, never in a condition (where sh would ignore its set -e). One find
+// prints it all, the login's ids as the owner of the shell's /proc directory (its effective
+// ids, what id prints): a listing is made several times a stage, on every node.
 const listFunction = `list() (
 	set -e
 	umask 022
@@ -30,9 +32,8 @@ const listFunction = `list() (
 		mkdir -p -- "$1"
 	fi
 	cd -- "$1"
-	printf '%s %s\0' "$(id -u)" "$(id -g)"
-	find . -maxdepth 0 -printf '%#m %U %G\0'
-	find . -mindepth 1 -printf '%y %#m %s %T@ %U %G %D:%i:%C@ %p\0%l\0'
+	find "/proc/$$" . \( -path "/proc/$$" -prune -printf '%U %G\0' \) -o \( -path . -printf '%#m %U %G\0' \) -o \
+		-printf '%y %#m %s %T@ %U %G %D:%i:%C@ %p\0%l\0'
 )
 `
 
