@@ -56,7 +56,8 @@ import (
 // know it, let alone print it. A node without bash (exit 97 before the shell is ready) and a
 // connection whose command is already running use a session of their own per command, as before.
 
-// shellReady is the boundary of the line a command shell prints when it is ready.
+// shellReady is the boundary of the line a command shell prints when it is ready; what it
+// prints before that line is the node's boot identity (Result.Boot), read as it started.
 const shellReady = "cutover-shell-ready"
 
 // shellNoBash is the exit status of a command shell's start on a node without bash, or whose

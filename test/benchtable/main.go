@@ -46,6 +46,7 @@ var floors = []target{
 	{"no-op run's downtime floor, s", "BenchmarkUpgradeRun/nodes=256", "s-downtime-floor", "", 1.5},
 	{"no-op run, x its floor", "BenchmarkUpgradeRun/nodes=256", "x-run-of-floor", "", 0},
 	{"stage's floor (the bare transfer), x pdcp -r", "BenchmarkStage/", "bare-x-of-pdcp", "s/pdcp", 0.8},
+	{"stage's floor (transfer, checksums, flush), x pdcp -r", "BenchmarkStage/", "checked-x-of-pdcp", "s/pdcp", 0.8},
 }
 
 // line matches a benchmark result: its name (without the -GOMAXPROCS suffix), its count,

@@ -38,8 +38,20 @@ const (
 // SendBare streams the tree's encoded stream (Encode must have run) to tar on the node,
 // extracting it into dir, which must not exist: the transfer alone, with none of Send's
 // checks and none of Place's renames and syncs, which the benchmark measures as the floor of
-// a stage.
-func SendBare(ctx context.Context, c Conn, t *Tree, dir string) error {
-	_, err := streamEncoded(ctx, c, t.enc, nil, "sh", "-c", `mkdir -- "$1" && exec tar -x -p --no-same-owner -b 256 -f - -C "$1"`, "cutover-bench", dir)
+// a stage. With checked, the node then also does, in the same command, the work a stage owes
+// beyond the transfer: it reads every file for its checksum while the tree is written to disk
+// (as the check of a sent tree does), and waits for both.
+func SendBare(ctx context.Context, c Conn, t *Tree, dir string, checked bool) error {
+	script := `mkdir -- "$1" && exec tar -x -p --no-same-owner -b 256 -f - -C "$1"`
+	if checked {
+		script = `set -e
+mkdir -- "$1"
+tar -x -p --no-same-owner -b 256 -f - -C "$1"
+cd -- "$1"
+sync -f . &
+find . -type f -print0 | xargs -0 -r openssl dgst -sha256 -r >/dev/null
+wait $!`
+	}
+	_, err := streamEncoded(ctx, c, t.enc, nil, "sh", "-c", script, "cutover-bench", dir)
 	return err
 }
