@@ -315,11 +315,9 @@ func (st *stageTimes) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// dialRound returns the time it takes to connect to every node of c, parallel at a time, with
-// cutover's own SSH client (handshake, host key check, login; no command), as a run's
-// preflight does first: the floor of a run's cost, since every run needs one connection per
-// node. It is the best of three rounds, each dialing anew.
-func dialRound(tb testing.TB, c *sshdtest.Cluster, parallel int) time.Duration {
+// serverPools returns the servers of c as nodes, and a function that makes a new pool of
+// cutover's SSH client for them (beside a local master), which dials each node afresh.
+func serverPools(tb testing.TB, c *sshdtest.Cluster) ([]nodes.Node, func() *nodes.Pool) {
 	tb.Helper()
 	var list []nodes.Node
 	for _, s := range c.Servers {
@@ -329,14 +327,27 @@ func dialRound(tb testing.TB, c *sshdtest.Cluster, parallel int) time.Duration {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	best := time.Duration(math.MaxInt64)
-	for range 3 {
+	return list, func() *nodes.Pool {
 		p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
 		if err != nil {
 			tb.Fatal(err)
 		}
+		return p
+	}
+}
+
+// dialRound returns the time it takes to connect to every node of c, parallel at a time, with
+// cutover's own SSH client (handshake, host key check, login; no command), as a run's
+// preflight does first: the floor of a run's cost, since every run needs one connection per
+// node. It is the best of three rounds, each dialing anew.
+func dialRound(tb testing.TB, c *sshdtest.Cluster, parallel int) time.Duration {
+	tb.Helper()
+	list, newPool := serverPools(tb, c)
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		p := newPool()
 		start := time.Now()
-		_, err = nodes.Each(context.Background(), list, parallel, "", func(ctx context.Context, n nodes.Node) error {
+		_, err := nodes.Each(context.Background(), list, parallel, "", func(ctx context.Context, n nodes.Node) error {
 			_, err := p.Conn(ctx, n.Name)
 			return err
 		})
@@ -372,20 +383,10 @@ func floorRound(tb testing.TB, c *sshdtest.Cluster, sc *sshCluster, parallel int
 	}
 	lib, _ := lay.Bases()
 	check := []string{"sh", "-c", upgrade.WrongVersionScript, "cutover-check", lib, lay.LibLink()}
-	var list []nodes.Node
-	for _, s := range c.Servers {
-		list = append(list, nodes.Node{Name: s.Name, Address: s.Addr, Port: s.Port})
-	}
-	inv, err := nodes.NewInventory("master", append([]nodes.Node{{Name: "master"}}, list...))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	list, newPool := serverPools(tb, c)
 	run, window = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for _, to := range []string{"1.1.0", "1.0.0", "1.1.0", "1.0.0"} {
-		p, err := nodes.NewPool(inv, nodes.SSHConfig{User: c.User, IdentityFiles: []string{c.IdentityFile}, KnownHosts: []string{c.KnownHosts}})
-		if err != nil {
-			tb.Fatal(err)
-		}
+		p := newPool()
 		if err := p.SetCommandTag("bench-floor"); err != nil {
 			tb.Fatal(err)
 		}
