@@ -100,7 +100,7 @@ func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new pool: %w", err)
 	}
-	p := &Pool{inv: inv, cfg: cfg.withDefaults(), slots: make(map[string]*slot, len(inv.Nodes)), noShell: noCommandShell}
+	p := &Pool{inv: inv, cfg: cfg.withDefaults(), slots: make(map[string]*slot, len(inv.Nodes))}
 	needSSH := false
 	for _, n := range inv.Nodes {
 		s := &slot{dialing: make(chan struct{}, 1)}

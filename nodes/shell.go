@@ -77,7 +77,7 @@ cutover_tag=$1 cutover_node=$2
 exec 4>&1 5<&0 6>&2 </dev/null >/dev/null 2>/dev/null
 ` + procStatScript + `cutover_rec= cutover_boot= cutover_init=
 { read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null
-{ read -r cutover_l </proc/1/stat; } 2>/dev/null && { set -- ${cutover_l##*) }; cutover_init=${20}; }
+{ read -r cutover_l </proc/1/stat; } 2>/dev/null && cutover_pstat "$cutover_l" && cutover_init=$cutover_start
 if [ -n "$cutover_tag" ]; then
 	` + recordDirScript + `	if [ -n "$cutover_dir" ]; then
 		[ -d "$cutover_dir" ] || mkdir -p -m 700 "$cutover_dir"

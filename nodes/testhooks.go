@@ -13,11 +13,3 @@ const SkipSyncEnv = "CUTOVER_TEST_SKIP_SYNC"
 
 // skipSync reports whether SkipSyncEnv is set to 1.
 var skipSync = os.Getenv(SkipSyncEnv) == "1"
-
-// NoShellEnv names the environment variable that, set to 1 in a build with the test hooks,
-// gives every command over SSH a session of its own instead of running it in the connection's
-// command shell: the benchmarks measure one against the other.
-const NoShellEnv = "CUTOVER_TEST_NO_SHELL"
-
-// noCommandShell reports whether NoShellEnv is set to 1.
-var noCommandShell = os.Getenv(NoShellEnv) == "1"

@@ -7,9 +7,3 @@ const SkipSyncEnv = "CUTOVER_TEST_SKIP_SYNC"
 
 // skipSync is false: the release build always syncs.
 const skipSync = false
-
-// NoShellEnv is the test hooks' variable, which the release build ignores.
-const NoShellEnv = "CUTOVER_TEST_NO_SHELL"
-
-// noCommandShell is false: the release build runs commands in the command shell.
-const noCommandShell = false

@@ -566,18 +566,15 @@ func TestReapSSH(t *testing.T) {
 func reapSSH(t *testing.T, c *sshdtest.Cluster, plain bool) {
 	tag := uniqueTag()
 	s, mark := uniqueSleep(), filepath.Join(t.TempDir(), "mark")
-	newPlainPool := func() *nodes.Pool {
-		p := newPool(t, c, nil)
-		if plain {
-			nodes.NoCommandShell(p)
-		}
+	tagPool := func() *nodes.Pool {
+		p := watchdogTransport{cluster: c, node: "node1", plain: plain}.pool(t, nil)
 		if err := p.SetCommandTag(tag); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 
-	first := newPlainPool()
+	first := tagPool()
 	done := runAsync(conn(t, first, "node1"), slowScript(s, mark))
 	if !waitRunning(t, s, nil) {
 		t.Fatal("the command did not start")
@@ -633,7 +630,7 @@ func reapSSH(t *testing.T, c *sshdtest.Cluster, plain bool) {
 
 	// The first command reaps ahead of itself in its own session (or its command shell's
 	// start), and still runs as asked.
-	res, err := conn(t, newPlainPool(), "node1").Run(context.Background(), "echo", "after the reap")
+	res, err := conn(t, tagPool(), "node1").Run(context.Background(), "echo", "after the reap")
 	if err != nil || string(res.Stdout) != "after the reap\n" {
 		t.Fatalf("first command of the new pool: %q, %v", res.Stdout, err)
 	}

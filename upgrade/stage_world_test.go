@@ -76,6 +76,13 @@ func TestStagesOnAWorld(t *testing.T) {
 		{name: "stop-nodes stops the other nodes' daemons",
 			from: "1.0.0", to: "1.1.0", stage: stopNodes{},
 			run: want{state: journal.Done, calls: []string{"node2: stop", "node3: stop"}}},
+		{name: "stop-nodes records each node's boot identity as its stop's result carries it, reading no file",
+			from: "1.0.0", to: "1.1.0", setup: func(w *upgradetest.World) {
+				w.SetBoot("node2", "b2/17")
+				w.SetBoot("node3", "b3/19")
+			}, stage: stopNodes{},
+			run: want{state: journal.Done, calls: []string{"node2: stop", "node3: stop"},
+				facts: map[string]string{factBootPrefix + "node2": "b2/17", factBootPrefix + "node3": "b3/19"}}},
 		{name: "stop-nodes fails on a node whose stop fails, and the runner starts the daemons again",
 			from: "1.0.0", to: "1.1.0", setup: func(w *upgradetest.World) { w.Fail("node3", "stop") }, stage: stopNodes{},
 			run: want{state: journal.Undone, err: "node3", calls: []string{"node2: stop", "node2: start", "node3: stop", "node3: start"}}},

@@ -63,7 +63,8 @@ type World struct {
 	out   map[string]string   // "node command" pairs and what they print
 	outs  map[string][]string // "node command" pairs and what they print the next times, in turn
 
-	prepared []string // the nodes whose connection was prepared (Prepare), in order
+	prepared []string          // the nodes whose connection was prepared (Prepare), in order
+	boots    map[string]string // node -> the boot identity its commands' results carry (SetBoot)
 }
 
 // New builds a World for t; its directory goes with the test.
@@ -416,6 +417,17 @@ func (n *Node) Prepare(ctx context.Context) error {
 	return nil
 }
 
+// SetBoot makes the results of node's commands carry the boot identity boot, as those of a
+// node's command shell do (nodes.Result.Boot).
+func (w *World) SetBoot(node, boot string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.boots == nil {
+		w.boots = map[string]string{}
+	}
+	w.boots[node] = boot
+}
+
 // Prepared returns the nodes whose connection a run prepared, in order.
 func (w *World) Prepared() []string {
 	w.mu.Lock()
@@ -451,5 +463,5 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 	if queued := n.w.outs[n.name+" "+script]; len(queued) > 0 {
 		out, n.w.outs[n.name+" "+script] = queued[0], queued[1:]
 	}
-	return nodes.Result{Node: n.name, Command: script, Stdout: []byte(out)}, nil
+	return nodes.Result{Node: n.name, Command: script, Stdout: []byte(out), Boot: n.w.boots[n.name]}, nil
 }
