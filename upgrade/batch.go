@@ -29,7 +29,7 @@ type batch struct {
 	nodes  []string
 	// ponrDown marks the first batch after the canaries: a rolling downgrade crosses its
 	// point of no return there, since until then the canaries can be switched back and the
-	// config migrated up again (DESIGN §11).
+	// config migrated up again (docs/design.md §11).
 	ponrDown bool
 }
 
@@ -109,7 +109,7 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 		// Interrupted (a signal): the runner rolls the run back.
 		return err
 	case errors.Is(context.Cause(bctx), errBatchTimeout):
-		// The nodes that did not finish in time are failed nodes like any other (DESIGN
+		// The nodes that did not finish in time are failed nodes like any other (docs/design.md
 		// §11): the failure budget decides below, unless they are a canary or the master.
 		r.reportBatch(b, "timed-out", fmt.Sprintf("%s did not finish within %s: %s", b.label(), timeout, joinNames(failed)), nil)
 		err = fmt.Errorf("%s (%s) did not finish within strategy.batch_timeout %s: %w", b.label(), strings.Join(b.nodes, ", "), timeout, err)

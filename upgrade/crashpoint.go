@@ -10,7 +10,7 @@ import (
 // Crash points are cutover's enumeration of the places a run can die: every side effect a run
 // has (a command started or finished on a node, a file or link written, a journal record, the
 // intent, a backup, a config migration) passes through crashPoint. Tests number them and kill
-// cutover at each one in turn (DESIGN §4, "Crash model").
+// cutover at each one in turn (docs/design.md §4, "Crash model").
 //
 // Environment variables drive it; unset, it costs an atomic add. The release build (tag
 // "release") has none of it: testhooks.go is left out, and crashPoint does nothing.

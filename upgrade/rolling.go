@@ -103,7 +103,7 @@ func decodeBatches(s string) ([]Batch, error) {
 	return out, nil
 }
 
-// RollingStages returns the stage machine of a rolling run (DESIGN §11): the checks and the
+// RollingStages returns the stage machine of a rolling run (docs/design.md §11): the checks and the
 // intent, the backup, a downgrade's config downgrade, one stage per batch, then an upgrade's
 // config upgrade (its point of no return) once every batch is switched, and the end of the
 // run. The canaries are always reversible: a downgrade crosses its point of no return with

@@ -317,7 +317,7 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 	}
 	// Failures within the budget end the run done with those nodes left behind; they block
-	// nothing, and sync catches them up (DESIGN §11). Exit 3 names them.
+	// nothing, and sync catches them up (docs/design.md §11). Exit 3 names them.
 	return r.toleratedErr()
 }
 

@@ -1,6 +1,6 @@
 package upgrade
 
-// Stages returns the stage machine in the order it runs (the table of DESIGN §4). Read it top
+// Stages returns the stage machine in the order it runs (the table of docs/design.md §4). Read it top
 // to bottom: every stage is one small type in the file named after it.
 func Stages() []Stage {
 	return []Stage{

@@ -19,7 +19,7 @@ import (
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
-// The crash-point test (DESIGN §4, "Crash model") kills cutover with SIGKILL at every crash
+// The crash-point test (docs/design.md §4, "Crash model") kills cutover with SIGKILL at every crash
 // point of a run, one point per fresh fixture, runs the recovery an operator or cron would,
 // and checks that the cluster ended exactly at the run's source or exactly at its target,
 // with a journal that agrees, an exit code that tells the truth, and no command of the dead
@@ -770,7 +770,7 @@ func (sc crashScenario) recoverRun(f *crashFixture, p *crashPoint, ref crashRefe
 		fail("journal: an aborted run is recorded as rolled back", "%s", journalLine(runs, "upgrade"))
 	}
 
-	// The exit code tells the truth (DESIGN §2): 0 done, 1 as before, 3 neither.
+	// The exit code tells the truth (docs/design.md §2): 0 done, 1 as before, 3 neither.
 	if sc.kind == "run" && !nothing {
 		want := exitPastPONR
 		switch {

@@ -78,7 +78,7 @@ func checkRolledBack(t *testing.T, c *cluster.Cluster, what, from, to string, st
 // the budget: the run switches every batch back and exits 1 with the cluster exactly as
 // before, the cut node included once it is back. In a downgrade (1.2.0 -> 1.1.0) the node is
 // the third canary, since a downgrade's first batch after the canaries is its point of no
-// return (DESIGN §11); its config downgrade, which runs before the batches, already reached
+// return (docs/design.md §11); its config downgrade, which runs before the batches, already reached
 // the cut node and cannot be migrated up there while it is gone, so the run switches the
 // batches back, keeps its intent and exits 3; once the node is back, `cutover upgrade
 // --abort` migrates the config up again and leaves the cluster exactly as before.

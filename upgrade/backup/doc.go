@@ -1,5 +1,5 @@
 // Package backup writes, verifies, lists and restores the archives cutover takes of an
-// application's state before every switch (DESIGN §4 "Backups", §9 "Hardening"). It never
+// application's state before every switch (docs/design.md §4 "Backups", §9 "Hardening"). It never
 // imports package upgrade: upgrade imports it, and hands it a [Scope] saying what a backup
 // covers.
 //
