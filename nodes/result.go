@@ -36,6 +36,11 @@ type Result struct {
 	// a command's exit has lived since. "" otherwise (a session of its own, locally, a node
 	// without those files).
 	Boot string
+	// Start is when the command started on the node, in clock ticks since the node's boot
+	// (field 22 of /proc/PID/stat) of the process that runs it, read before the command
+	// itself starts: every process the command starts has a start time at least this. 0 when
+	// unknown (a session of its own, a node without /proc).
+	Start uint64
 }
 
 // runError is the error of a command that did not exit 0.

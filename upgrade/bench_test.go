@@ -381,8 +381,8 @@ func floorRound(tb testing.TB, c *sshdtest.Cluster, sc *sshCluster, parallel int
 	if err != nil {
 		tb.Fatal(err)
 	}
-	lib, _ := lay.Bases()
-	check := []string{"sh", "-c", upgrade.WrongVersionScript, "cutover-check", lib, lay.LibLink()}
+	lib, share := lay.Bases()
+	check := []string{"sh", "-c", upgrade.ProcScript, "cutover-check", lib, share, lay.LibLink(), lay.ShareLink(), "root"}
 	list, newPool := serverPools(tb, c)
 	run, window = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for _, to := range []string{"1.1.0", "1.0.0", "1.1.0", "1.0.0"} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,53 +54,18 @@ func bootIdentity(bootID, initStat []byte) string {
 // stopped its daemons: `cutover status` names the nodes that booted since.
 const factBootPrefix = "boot."
 
-// wrongProcesses is the shell function both scripts share: it prints "PID EXE" for every
-// process whose executable lies under $root but not under $live. Both are the physical paths
-// (cd -P, a builtin), as the kernel gives executables, so a lib base reached through a link is
-// still recognised; a live tree that is gone is the link's target as written. It runs on every
-// node twice a run, so it spares processes: find is given the processes' exe links by the
-// shell's glob and reads nothing else of /proc (reading each process's directory cost twice
-// as much), except where the list is too long for one command line (exit 126).
-const wrongProcesses = `root=$1 live=
-cd -P -- "$1" 2>/dev/null && root=$PWD
-if cd -P -- "$2" 2>/dev/null; then live=$PWD; else live=$(readlink -- "$2") || live=; fi
-wrong() { { cd /proc && { find [0-9]*/exe -maxdepth 0 -printf '%h %l\n' 2>/dev/null; [ $? -ne 126 ] ||
-	find . -mindepth 2 -maxdepth 2 -name exe -printf '%h %l\n' 2>/dev/null; }; } | while read -r d e; do
-	case $e in "$live"/*) ;; "$root"/*) echo "${d#./} $e";; esac
-done; }
-`
-
-// wrongVersionScript prints the node's boot identity on its first line, then "PID EXE" for
-// every process whose executable lies under $1 (the application's lib base) but not under
-// the tree the link $2 names. It changes nothing, and reads the boot identity with the
-// shell's own read: it runs on every node twice a run, so every process it spares counts.
-const wrongVersionScript = wrongProcesses + `b= s=
-{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null
-{ read -r l </proc/1/stat; } 2>/dev/null && { set -- ${l##*) }; s=${20}; }
-[ -n "$b$s" ] && printf '%s/%s\n' "$b" "$s" || echo
-wrong`
-
-// killWrongScript ends every process whose executable lies under $1 but not under the tree the
-// link $2 names: SIGTERM, then SIGKILL to what is left after ten seconds. It exits 1 when
-// one still runs.
-const killWrongScript = wrongProcesses + `pids() { wrong | cut -d' ' -f1; }
-p=$(pids); [ -z "$p" ] && exit 0
-kill -TERM $p 2>/dev/null
-i=0; while [ $i -lt 20 ]; do sleep 0.5; p=$(pids); [ -z "$p" ] && exit 0; i=$((i + 1)); done
-kill -KILL $p 2>/dev/null; sleep 0.5; p=$(pids); [ -z "$p" ] && exit 0
-echo "still running: $p" >&2; exit 1`
-
-// nodeProcesses is what wrongVersionScript found on a node.
+// nodeProcesses is what a node's process listing says.
 type nodeProcesses struct {
-	boot  string   // the node's boot identity; "" when it could not be read
-	wrong []string // "PID EXE" of every process of another version tree
+	boot string // the node's boot identity; "" when it could not be read
+	judged
 }
 
-// inspectProcesses runs wrongVersionScript on node, under the watchdog like every command that
-// may take a while. It is a probe: it changes nothing, so it is logged but is no crash point.
+// inspectProcesses lists node's processes (procScript) and judges its daemons. It is a
+// probe: it changes nothing, so it is logged but is no crash point.
 func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodeProcesses, error) {
-	lib, _ := r.Layout.Bases()
-	argv := []string{"sh", "-c", wrongVersionScript, "cutover-check", lib, r.Layout.LibLink()}
+	lib, share := r.Layout.Bases()
+	argv := append([]string{"sh", "-c", procScript, "cutover-check", lib, share, r.Layout.LibLink(), r.Layout.ShareLink(),
+		strings.Join(r.Config.Daemons.Users, ",")}, r.Config.Daemons.PidFiles...)
 	var res nodes.Result
 	var err error
 	if lc, ok := c.(*loggedConn); ok {
@@ -110,14 +76,14 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 	if err != nil {
 		return nodeProcesses{}, fmt.Errorf("%s: looking for daemons of another version: %w", node, err)
 	}
-	lines := strings.Split(strings.TrimRight(string(res.Stdout), "\n"), "\n")
-	p := nodeProcesses{boot: strings.TrimSpace(lines[0])}
-	for _, l := range lines[1:] {
-		if l = strings.TrimSpace(l); l != "" {
-			p.wrong = append(p.wrong, l)
-		}
+	l, err := parseProcListing(res.Stdout)
+	if err != nil {
+		return nodeProcesses{}, onNode(node, fmt.Errorf("looking for daemons of another version: %w", err))
 	}
-	return p, nil
+	r.mu.Lock()
+	since := r.daemonsUp[node]
+	r.mu.Unlock()
+	return nodeProcesses{boot: l.boot, judged: judge(l, lib, share, since)}, nil
 }
 
 // readBoot reads node's boot identity; "" when it cannot be read (a node without Linux's
@@ -181,23 +147,27 @@ func (r *Run) switchNode(ctx context.Context, c Conn, node, version string) erro
 }
 
 // settleDaemons runs after node's daemons were started: when the node rebooted since they were
-// stopped, or a process of another version tree runs, it stops the daemons, redoes the
-// node's switch and ensure-dirs after a reboot, kills what still runs of another version,
-// and starts the daemons again, once. A node where a process of another version still runs
-// after that fails.
+// stopped, or a daemon of another version runs, it stops the daemons, redoes the node's switch
+// and ensure-dirs after a reboot, ends what still runs of another version (by pid, checked
+// again on the node), and starts the daemons again, once. A node where a daemon of another
+// version still runs after that fails. Other users' processes of an old tree are reported and
+// left alone.
 func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	p, err := r.inspectProcesses(ctx, c, node)
 	if err != nil {
 		return err
 	}
+	if len(p.others) > 0 {
+		r.Warn("%s: processes of other users run from another version's tree (left alone): %s", node, strings.Join(p.others, ", "))
+	}
 	boot := r.rebooted(node, p.boot)
-	if !boot && len(p.wrong) == 0 {
+	if !boot && len(p.old) == 0 {
 		return nil
 	}
 	if boot {
 		r.Warn("%s: the node booted since its daemons were stopped: stopping them again and redoing its steps", node)
 	} else {
-		r.Warn("%s: daemons of another version run (%s): stopping and starting them again", node, strings.Join(p.wrong, ", "))
+		r.Warn("%s: daemons of another version run (%s): stopping and starting them again", node, daemonList(p.old))
 	}
 	if _, err := r.daemonCommand(ctx, c, node, false); err != nil {
 		return err
@@ -218,10 +188,10 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 			}
 		}
 	}
-	lib, _ := r.Layout.Bases()
-	kill := "set -- " + nodes.QuoteArgs([]string{lib, r.Layout.LibLink()}) + "\n" + killWrongScript
-	if _, err := c.RunShell(ctx, kill); err != nil {
-		return onNode(node, fmt.Errorf("ending the daemons of another version: %w", err))
+	if len(p.old) > 0 {
+		if _, err := c.RunShell(ctx, killLine(p)); err != nil {
+			return onNode(node, fmt.Errorf("ending the daemons of another version: %w", err))
+		}
 	}
 	if _, err := r.daemonCommand(ctx, c, node, true); err != nil {
 		return err
@@ -230,10 +200,30 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	if err != nil {
 		return err
 	}
-	if len(after.wrong) > 0 {
-		return onNode(node, fmt.Errorf("daemons of another version still run after a stop and a start: %s", strings.Join(after.wrong, ", ")))
+	if len(after.old) > 0 {
+		return onNode(node, fmt.Errorf("daemons of another version still run after a stop and a start: %s", daemonList(after.old)))
 	}
 	return nil
+}
+
+// killLine is the command that ends the old daemons of p: killDaemonsScript with the node's
+// boot id and each daemon's pid and start time, all of them checked on the master.
+func killLine(p nodeProcesses) string {
+	id, _, _ := strings.Cut(p.boot, "/")
+	args := []string{"sh", "-c", killDaemonsScript, "cutover-kill", id}
+	for _, d := range p.old {
+		args = append(args, strconv.Itoa(d.pid), strconv.FormatUint(d.start, 10))
+	}
+	return nodes.QuoteArgs(args)
+}
+
+// daemonList names daemons for a message.
+func daemonList(list []oldDaemon) string {
+	s := make([]string, len(list))
+	for i, d := range list {
+		s[i] = d.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // daemonCommand runs the daemons' stop or start command on node without the checks of
@@ -253,6 +243,12 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 			r.up = map[string]time.Time{}
 		}
 		r.up[node] = time.Now()
+		if res.Start > 0 && res.Boot != "" && validBoot(res.Boot) {
+			if r.daemonsUp == nil {
+				r.daemonsUp = map[string]startRef{}
+			}
+			r.daemonsUp[node] = startRef{boot: res.Boot, tick: res.Start}
+		}
 		r.mu.Unlock()
 	}
 	return res, err

@@ -5,128 +5,15 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 )
-
-// TestWrongVersionScripts runs the two scripts on this machine against real processes: a
-// copy of sleep in a live tree and one in another tree of the same application. The check
-// names the other tree's process only, and the kill ends it and leaves the live one.
-func TestWrongVersionScripts(t *testing.T) {
-	_, errFind := exec.LookPath("find")
-	sleep, err := exec.LookPath("sleep")
-	if err = errors.Join(errFind, err); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the scripts need find and sleep: %v", err)
-		}
-		t.Skipf("the scripts need find and sleep: %v (with CI=true this is a failure)", err)
-	}
-	dir := t.TempDir()
-	base := filepath.Join(dir, "usr/lib/app")
-	bins := map[string]string{}
-	for _, v := range []string{"1.0", "1.1"} {
-		bin := filepath.Join(base, v, "usr/sbin/appd")
-		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(sleep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		bins[v] = bin
-	}
-	link := filepath.Join(dir, "etc/app/lib")
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(base, "1.1"), link); err != nil {
-		t.Fatal(err)
-	}
-	// Each is reaped as soon as it ends (so that a killed one does not linger as a zombie),
-	// by one goroutine: the clean-up only kills it and waits for that.
-	procs := map[string]*exec.Cmd{}
-	ended := map[string]chan struct{}{}
-	for v, bin := range bins {
-		cmd := exec.Command(bin, "60")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ch := make(chan struct{})
-		procs[v], ended[v] = cmd, ch
-		go func() { _ = cmd.Wait(); close(ch) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-ch })
-	}
-
-	// The same lib base through a link (as /lib is /usr/lib on a merged /usr), and a find that
-	// is refused the glob's list as too long (exit 126), as on a node with a hundred thousand
-	// processes: both find the same process.
-	through := filepath.Join(dir, "lib")
-	if err := os.Symlink(filepath.Join(dir, "usr/lib"), through); err != nil {
-		t.Fatal(err)
-	}
-	shim := filepath.Join(dir, "shim")
-	if err := os.MkdirAll(shim, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	find, _ := exec.LookPath("find")
-	tooLong := "#!/bin/sh\ncase $1 in [0-9]*/exe) echo \"find: Argument list too long\" >&2; exit 126;; esac\nexec " + find + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(shim, "find"), []byte(tooLong), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	want := strconv.Itoa(procs["1.0"].Process.Pid) + " " + bins["1.0"]
-	for _, tc := range []struct {
-		name, base string
-		env        []string
-	}{
-		{"lib base", base, nil},
-		{"lib base through a link", filepath.Join(through, "app"), nil},
-		{"list too long for find", base, []string{"PATH=" + shim + ":" + os.Getenv("PATH")}},
-	} {
-		cmd := exec.Command("sh", "-c", wrongVersionScript, "cutover-check", tc.base, link)
-		cmd.Env = append(os.Environ(), tc.env...)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: check: %v", tc.name, err)
-		}
-		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-		id, _ := os.ReadFile(bootIDPath)
-		stat, _ := os.ReadFile(initStatPath)
-		if want := bootIdentity(id, stat); lines[0] != want || want == "" {
-			t.Errorf("%s: first line %q, want the boot identity %q", tc.name, lines[0], want)
-		}
-		if got := lines[1:]; !slices.Equal(got, []string{want}) {
-			t.Errorf("%s: check found %q, want only %q", tc.name, got, want)
-		}
-	}
-
-	if out, err := exec.Command("sh", "-c", killWrongScript, "cutover-kill", base, link).CombinedOutput(); err != nil {
-		t.Fatalf("kill: %v\n%s", err, out)
-	}
-	select {
-	case <-ended["1.0"]:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the process of the other tree still runs after the kill")
-	}
-	select {
-	case <-ended["1.1"]:
-		t.Fatal("the kill ended the process of the live tree")
-	default:
-	}
-}
 
 // procConn is a node whose process check answers from a script of answers, one per call,
 // and which records every command it runs.
@@ -135,7 +22,9 @@ type procConn struct {
 	mu      sync.Mutex
 	checks  []string // stdout of each process check in turn; the last one repeats
 	boot    string
+	tick    uint64 // the start time a start command reports, 0 for none
 	calls   []string
+	kills   []string // the arguments of each kill
 	killErr error
 }
 
@@ -146,7 +35,7 @@ func (c *procConn) RunInput(_ context.Context, _ io.Reader, argv ...string) (nod
 func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if script == nodes.QuoteArgs([]string{"sh", "-c", wrongVersionScript, "cutover-check", "/usr/lib/app", "/etc/app/lib"}) {
+	if strings.HasPrefix(script, nodes.QuoteArgs([]string{"sh", "-c", procScript, "cutover-check", "/usr/lib/app", "/usr/share/app", "/etc/app/lib", "/etc/app/share"})) {
 		c.calls = append(c.calls, "check")
 		out := c.checks[0]
 		if len(c.checks) > 1 {
@@ -154,11 +43,15 @@ func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, err
 		}
 		return nodes.Result{Stdout: []byte(out)}, nil
 	}
-	if strings.Contains(script, killWrongScript) {
+	if strings.Contains(script, killDaemonsScript) {
 		c.calls = append(c.calls, "kill")
+		c.kills = append(c.kills, script[strings.Index(script, "cutover-kill"):])
 		return nodes.Result{}, c.killErr
 	}
 	c.calls = append(c.calls, script)
+	if script == "start" && c.tick > 0 {
+		return nodes.Result{Boot: c.boot + "/77", Start: c.tick}, nil
+	}
 	return nodes.Result{}, nil
 }
 
@@ -172,32 +65,76 @@ func (c *procConn) ReadFile(name string) ([]byte, error) {
 	return nil, fs.ErrNotExist
 }
 
+// Boot ids of the tests.
+const (
+	bootA = "0b5e0a3c-1111-4a2b-9c3d-000000000001"
+	bootB = "0b5e0a3c-2222-4a2b-9c3d-000000000002"
+	bootC = "0b5e0a3c-3333-4a2b-9c3d-000000000003"
+)
+
+// listing is what procScript prints on a node of the application "app" (lib base
+// /usr/lib/app, live tree 1.1, root's daemons) whose boot identity is boot, with records.
+func listing(boot string, records ...string) string {
+	head := []string{"B " + boot, "R /usr/lib/app", "S /usr/share/app", "L /usr/lib/app/1.1", "M /usr/share/app/1.1", "U 0"}
+	return strings.Join(append(append(head, records...), "E"), "\x00") + "\x00"
+}
+
 // TestSettleDaemons: after a start, a node with a daemon of another version, or one that
 // booted since its stop, is stopped, cleaned, started again and checked again; one where a
-// daemon of another version survives all that fails, naming it.
+// daemon of another version survives all that fails, naming it. Only the daemons judged old
+// are ended, by pid and start time.
 func TestSettleDaemons(t *testing.T) {
-	const wrong = "41 /usr/lib/app/1.0/usr/sbin/appd\n"
+	const wrong = "P 41 0 0 0 0 300 /usr/lib/app/1.0/usr/sbin/appd"
+	const other = "X 42 1000 /usr/lib/app/1.0/usr/sbin/appd"
+	const python = "P 43 0 0 0 0 400 /usr/bin/python3"
+	a, b := bootA+"/77", bootB+"/77"
 	tests := []struct {
-		name     string
-		stopBoot string   // the boot id when the daemons stopped
-		boot     string   // the boot id now
-		checks   []string // what each process check prints
-		killErr  error
-		want     []string
-		wantErr  string
+		name      string
+		stopBoot  string   // the boot id when the daemons stopped
+		boot      string   // the boot id now
+		tick      uint64   // when the start command started
+		checks    []string // what each process check prints
+		killErr   error
+		want      []string
+		wantKills []string
+		wantErr   string
 	}{
-		{name: "clean", stopBoot: "b1", checks: []string{"b1/77\n"}, want: []string{"start", "check"}},
-		{name: "no boot id", checks: []string{"\n"}, want: []string{"start", "check"}},
-		{name: "a daemon of the old version", stopBoot: "b1", checks: []string{"b1/77\n" + wrong, "b1/77\n"},
-			want: []string{"start", "check", "stop", "kill", "start", "check"}},
-		{name: "rebooted", stopBoot: "b1", boot: "b2", checks: []string{"b2/77\n", "b2/77\n"},
-			want: []string{"start", "check", "stop", "ensure", "kill", "start", "check"}},
-		{name: "the daemon survives", stopBoot: "b1", checks: []string{"b1/77\n" + wrong},
-			want:    []string{"start", "check", "stop", "kill", "start", "check"},
-			wantErr: "node2: daemons of another version still run after a stop and a start: 41 /usr/lib/app/1.0/usr/sbin/appd"},
-		{name: "the kill fails", stopBoot: "b1", checks: []string{"b1/77\n" + wrong}, killErr: errors.New("exit 1: still running: 41"),
-			want:    []string{"start", "check", "stop", "kill"},
-			wantErr: "node2: ending the daemons of another version: exit 1: still running: 41"},
+		{name: "clean", stopBoot: bootA, checks: []string{listing(a)}, want: []string{"start", "check"}},
+		{name: "no boot id", checks: []string{listing("")}, want: []string{"start", "check"}},
+		{name: "a daemon of the old version", stopBoot: bootA, checks: []string{listing(a, wrong), listing(a)},
+			want: []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 41 300"}},
+		{name: "another user's process of the old tree is left alone", stopBoot: bootA, checks: []string{listing(a, other)},
+			want: []string{"start", "check"}},
+		{name: "a pid file's interpreter daemon that started before the start", stopBoot: bootA, tick: 500,
+			checks: []string{listing(a, python, "F 43"), listing(a)},
+			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
+		{name: "a pid file's daemon that started after the start", stopBoot: bootA, tick: 350,
+			checks: []string{listing(a, python, "F 43")}, want: []string{"start", "check"}},
+		{name: "an interpreter running a script of the old tree", stopBoot: bootA,
+			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/1.0/usr/sbin/appd.py"), listing(a)},
+			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
+		{name: "an interpreter running the live script through the default link", stopBoot: bootA,
+			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/default/usr/sbin/appd.py")},
+			want:   []string{"start", "check"}},
+		{name: "a daemon mapping a library of the old tree", stopBoot: bootA,
+			checks: []string{listing(a, "P 44 0 0 0 0 900 /usr/lib/app/1.1/usr/sbin/appd", "m 44 /usr/lib/app/1.0/lib/libapp.so"), listing(a)},
+			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 44 900"}},
+		{name: "a start time of another boot is no reference", stopBoot: bootA, boot: bootC, tick: 500,
+			checks: []string{listing(a, python, "F 43")}, want: []string{"start", "check"}},
+		{name: "rebooted", stopBoot: bootA, boot: bootB, checks: []string{listing(b), listing(b)},
+			want: []string{"start", "check", "stop", "ensure", "start", "check"}},
+		{name: "the daemon survives", stopBoot: bootA, checks: []string{listing(a, wrong)},
+			want:      []string{"start", "check", "stop", "kill", "start", "check"},
+			wantKills: []string{"cutover-kill " + bootA + " 41 300"},
+			wantErr:   `node2: daemons of another version still run after a stop and a start: pid 41 runs "/usr/lib/app/1.0/usr/sbin/appd"`},
+		{name: "the kill fails", stopBoot: bootA, checks: []string{listing(a, wrong)}, killErr: errors.New("exit 1: still running: 41"),
+			want:      []string{"start", "check", "stop", "kill"},
+			wantKills: []string{"cutover-kill " + bootA + " 41 300"},
+			wantErr:   "node2: ending the daemons of another version: exit 1: still running: 41"},
+		{name: "a listing cut off", stopBoot: bootA, checks: []string{"B " + a + "\x00P 41 0 0 0 0 300 /usr/lib/app/1.0/usr/sbin/appd\x00"},
+			want: []string{"start", "check"}, wantErr: "node2: looking for daemons of another version: the process listing was cut off (no end record)"},
+		{name: "a forged boot identity", checks: []string{listing("x\n1 /usr/lib/app/1.0")},
+			want: []string{"start", "check"}, wantErr: `node2: looking for daemons of another version: the process listing's boot identity is malformed: "x\n1 /usr/lib/app/1.0"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +149,7 @@ func TestSettleDaemons(t *testing.T) {
 			if boot == "" {
 				boot = tt.stopBoot
 			}
-			c := &procConn{checks: tt.checks, boot: boot, killErr: tt.killErr}
+			c := &procConn{checks: tt.checks, boot: boot, tick: tt.tick, killErr: tt.killErr}
 			if tt.stopBoot != "" {
 				r.stoppedAt("node2", tt.stopBoot+"/77")
 			}
@@ -226,6 +163,9 @@ func TestSettleDaemons(t *testing.T) {
 			if !slices.Equal(c.calls, tt.want) {
 				t.Errorf("commands %q, want %q", c.calls, tt.want)
 			}
+			if !slices.Equal(c.kills, tt.wantKills) {
+				t.Errorf("kills %q, want %q", c.kills, tt.wantKills)
+			}
 		})
 	}
 }
@@ -234,12 +174,12 @@ func TestSettleDaemons(t *testing.T) {
 func TestStopRecordsBoot(t *testing.T) {
 	r := testRun(&memJournal{})
 	r.Config = &config.Config{Commands: config.CommandsConfig{DaemonsStop: "stop", DaemonsStart: "start"}}
-	c := &procConn{boot: "b7"}
+	c := &procConn{boot: bootA}
 	if err := r.daemonsOn(context.Background(), c, "node3", false); err != nil {
 		t.Fatal(err)
 	}
-	if !r.rebooted("node3", "b8/77") || r.rebooted("node3", "b7/77") {
-		t.Errorf("boot after the stop = %q, want b7", r.boots["node3"])
+	if !r.rebooted("node3", bootB+"/77") || r.rebooted("node3", bootA+"/77") {
+		t.Errorf("boot after the stop = %q, want %s", r.boots["node3"], bootA)
 	}
 }
 

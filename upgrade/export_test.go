@@ -1,5 +1,5 @@
 package upgrade
 
-// WrongVersionScript is the check for daemons of another version that a run makes on every
-// node, for the benchmark of a run's floor.
-const WrongVersionScript = wrongVersionScript
+// ProcScript is the listing of a node's processes that a run makes on every node to look for
+// daemons of another version, for the benchmark of a run's floor.
+const ProcScript = procScript

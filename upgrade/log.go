@@ -40,14 +40,15 @@ func (l *runLog) Path() string {
 	return l.path
 }
 
-// Printf writes one time-stamped line.
+// Printf writes one time-stamped line, its control characters escaped (EscapeControls): a
+// node's output or a path a user chose never writes raw terminal escapes into the log.
 func (l *runLog) Printf(format string, args ...any) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.f, "%s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(l.f, "%s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), EscapeControls(fmt.Sprintf(format, args...)))
 }
 
 // Command writes a remote command, its exit code and its output.

@@ -102,6 +102,10 @@ type Run struct {
 	up map[string]time.Time
 	// boots is each node's boot identity when this execution last stopped its daemons.
 	boots map[string]string
+	// daemonsUp is when this execution last started each node's daemons, where the node said
+	// (its command shell reports when a command started): a daemon that started before it
+	// survived the stop.
+	daemonsUp map[string]startRef
 	// switched is the version this execution last pointed each node's links at.
 	switched map[string]string
 	// behind are the nodes a rolling run left behind within its failure budget.

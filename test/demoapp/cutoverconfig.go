@@ -66,6 +66,12 @@ redist_conf = ""         # empty: cutover copies [config].redistribute to the no
 post_upgrade = "/usr/lib/demoapp/default/usr/sbin/demoapp post-upgrade --from {from}"
 verify = "/usr/lib/demoapp/default/usr/sbin/demoapp verify"
 
+# Which processes are demoapp's daemons: root's, named by the daemon's pid file or running
+# from demoapp's trees. cutover signals only those, and only when they run another version.
+[daemons]
+users = ["root"]
+pidfiles = ["/run/demoapp/*.pid"]
+
 # demoapp's config is JSON with a semantic version at /version. Its schema changes between
 # minor versions; the migrations ship in the newer version's tree
 # (/usr/share/demoapp/<VERSION>/cutover/migrations/*.json) and cutover applies them itself.

@@ -81,6 +81,18 @@ func ganetiRestartWatch(p PathsConfig) []string {
 	return append(list, "/etc/hosts", p.SysconfDir+"/ganeti/scripts/master-ip-setup")
 }
 
+// ganetiDaemons are Ganeti's daemons: the processes its pid files name ({run}/*.pid, written
+// by each daemon as its own user) and the processes of Ganeti's accounts that run from its
+// trees. The accounts are those Debian's packages and Ganeti's ./configure create; one a node
+// lacks is left out there.
+func ganetiDaemons(d ganetiDirs) DaemonsConfig {
+	return DaemonsConfig{
+		Users: []string{"root", "gnt-masterd", "gnt-confd", "gnt-luxid", "gnt-rapi", "gnt-daemons",
+			"gnt-metad", "gnt-mond", "gnt-kvmd", "gnt-wconfd", "gnt-noded"},
+		PidFiles: []string{d.run + "/*.pid"},
+	}
+}
+
 // ganetiProfile holds the commands and paths of a real Ganeti cluster installed with the
 // directories p (Debian's: basePaths): every command by absolute path (cron's PATH has no
 // /usr/sbin), SSH as Ganeti's own tools use it, the master and the nodes from ssconf. Every
@@ -141,5 +153,6 @@ func ganetiProfile(p PathsConfig) Config {
 		Policy:   basePolicy(),
 		Strategy: baseStrategy(),
 		Stage:    baseStage(),
+		Daemons:  ganetiDaemons(d),
 	}
 }

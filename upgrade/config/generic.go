@@ -12,5 +12,6 @@ func genericProfile(p PathsConfig) Config {
 		Policy:      basePolicy(),
 		Strategy:    baseStrategy(),
 		Stage:       baseStage(),
+		Daemons:     baseDaemons(),
 	}
 }

@@ -442,7 +442,7 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 		n.w.mu.Lock()
 		n.w.seq = append(n.w.seq, n.name+": check")
 		n.w.mu.Unlock()
-		return nodes.Result{Node: n.name, Stdout: []byte("\n")}, nil
+		return nodes.Result{Node: n.name, Stdout: []byte("B \x00E\x00")}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nodes.Result{Node: n.name, Command: script}, err
