@@ -272,7 +272,7 @@ func LoadInventory(ctx context.Context, master string, static []Node, nodesComma
 		return NewInventory(master, static)
 	}
 	sink := newStdout(nil)
-	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout, "", "", sink)
+	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout, "", "", sink, nil)
 	if err := commandError("nodes_command", nodesCommand, code, stderr, timedOut, nodesCommandTimeout, err, sink.cut()); err != nil {
 		return nil, err
 	}

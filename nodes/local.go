@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,15 +20,24 @@ import (
 // watchdog.go), with the given timeout. It returns the exit code (-1 when
 // the command did not run to an exit), the bounded output, and the error
 // that stopped it, if any. A command stopped by its timeout or ctx is
-// killed with its process group before execLocal returns.
-func execLocal(ctx context.Context, line string, timeout time.Duration, tag, node string, out *stdoutSink) (code int, stdout, stderr []byte, timedOut bool, err error) {
+// killed with its process group before execLocal returns. When p is not nil,
+// *p is set to the command's process once it started.
+func execLocal(ctx context.Context, line string, timeout time.Duration, tag, node string, out *stdoutSink, p **localProc) (code int, stdout, stderr []byte, timedOut bool, err error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	errBuf := newTailBuffer(maxStderr)
-	p, err := startLocal(line, tag, node, nil, out.w, errBuf)
+	proc, err := startLocal(line, tag, node, nil, out.w, errBuf)
 	if err != nil {
 		return -1, nil, nil, false, err
 	}
+	if p != nil {
+		*p = proc
+	}
+	return proc.wait(ctx, runCtx, out, errBuf)
+}
+
+// wait waits for the command to exit, or stops it when runCtx ends; see execLocal.
+func (p *localProc) wait(ctx, runCtx context.Context, out *stdoutSink, errBuf *tailBuffer) (code int, stdout, stderr []byte, timedOut bool, err error) {
 	stopped := false
 	select {
 	case <-p.exited:
@@ -87,6 +98,9 @@ type localProc struct {
 	readers []*os.File    // the read ends of standard output and error
 	// inputErr receives the error of copying RunInput's input, once the copy ended.
 	inputErr chan error
+	// start is the start time of the command's shell in clock ticks since boot, read before
+	// it could be reaped; 0 when it could not be read. The command's processes started after.
+	start uint64
 }
 
 // startLocal starts line under the watchdog: sh in a process group of its
@@ -143,6 +157,7 @@ func startLocal(line, tag, node string, input io.Reader, stdout, stderr io.Write
 			started <- err
 			return
 		}
+		p.start = procStart(cmd.Process.Pid)
 		started <- nil
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -242,8 +257,12 @@ func (p *localProc) closeOutput(grace time.Duration) {
 func (c *Conn) runLocal(ctx context.Context, line, shown, body, tag string, out io.Writer) (Result, error) {
 	start := time.Now()
 	sink := newStdout(out)
-	code, stdout, stderr, timedOut, err := execLocal(ctx, body, c.timeout, tag, c.name, sink)
+	var p *localProc
+	code, stdout, stderr, timedOut, err := execLocal(ctx, body, c.timeout, tag, c.name, sink, &p)
 	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: stdout, Stderr: stderr, Duration: time.Since(start)}
+	if p != nil && p.start > 0 && code >= 0 {
+		res.Boot, res.Start = LocalBoot(), p.start
+	}
 	return res, commandError(c.name, shown, code, stderr, timedOut, c.timeout, err, sink.cut())
 }
 
@@ -281,3 +300,47 @@ func LocalEnv() []string {
 	}
 	return env
 }
+
+// procStart reads the start time (field 22 of /proc/PID/stat, clock ticks since boot) of
+// process pid; 0 when it cannot be read.
+func procStart(pid int) uint64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	return statStart(data)
+}
+
+// statStart is the start time of a /proc/PID/stat line; 0 when it has none.
+func statStart(data []byte) uint64 {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0
+	}
+	// The fields after the command name: state is the 3rd of the line, starttime the 22nd.
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	n, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// LocalBoot is this host's boot identity, as a node's command shell reports its own
+// (Result.Boot): the kernel's boot id and the start time of process 1, "BOOTID/START"; ""
+// when neither can be read. It is read once: it cannot change while cutover runs.
+var LocalBoot = sync.OnceValue(func() string {
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	stat, _ := os.ReadFile("/proc/1/stat")
+	b, start := strings.TrimSpace(string(id)), ""
+	if n := statStart(stat); n > 0 {
+		start = strconv.FormatUint(n, 10)
+	}
+	if b == "" && start == "" {
+		return ""
+	}
+	return b + "/" + start
+})
