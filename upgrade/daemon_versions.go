@@ -287,10 +287,8 @@ const factSkippedPrefix = "skipped."
 // 'cutover sync' catches them up.
 func (r *Run) leftBehind() []string {
 	out := r.toleratedNodes()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range r.facts {
-		if n, ok := strings.CutPrefix(k, factSkippedPrefix); ok && !slices.Contains(out, n) {
+	for _, n := range r.skippedNodes() {
+		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}

@@ -210,9 +210,9 @@ func pendingCheck(cfg *config.Config, to string) checkResult {
 	case err != nil:
 		c.err = err
 	case in.To == to:
-		c.err = fmt.Errorf("run %d (%s -> %s) is pending: 'cutover upgrade --to=%s' would resume it rather than start a new run; continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort'", in.RunID, in.From, in.To, to)
+		c.err = fmt.Errorf("run %d (%s -> %s) is pending: 'cutover upgrade --to=%s' would resume it rather than start a new run; %s", in.RunID, in.From, in.To, to, waysOut(cfg, in))
 	default:
-		c.err = fmt.Errorf("run %d (%s -> %s) is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before switching to %s", in.RunID, in.From, in.To, to)
+		c.err = fmt.Errorf("run %d (%s -> %s) is pending: %s before switching to %s", in.RunID, in.From, in.To, waysOut(cfg, in), to)
 	}
 	return c
 }

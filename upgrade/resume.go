@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -175,13 +177,17 @@ func (r *Run) factValue(key string) string {
 	return v
 }
 
-// confirmMaster asks every node, offline ones included, which host is the master, until more
-// than half of them name this host or wait runs out. The run is archived (an IsNotMaster
-// error) only when a majority positively names another host: one that is neither this host's
-// name, nor the host that wrote the intent (intentHost), nor the configured master, so that a
-// host name not yet set at boot never archives a run. Anything else keeps the run pending:
-// the error is IsPastPONR (exit 3), and the next boot tries again. SIGINT and SIGTERM end the
-// wait the same way.
+// confirmMaster asks the nodes that vote which host is the master, until more than half of
+// them name this host or wait runs out. Every node of the inventory votes, offline ones
+// included, except the nodes declared gone for the run (--skip-node, journaled): a cluster
+// that lost nodes past its point of no return can be finished by declaring them gone, and a
+// two-node cluster that lost one is finished by the one it has. The run is archived (an
+// IsNotMaster error) only when a majority positively names another host: one that is neither
+// this host's name, nor the host that wrote the intent (intentHost), nor the configured master,
+// so that a host name not yet set at boot never archives a run. Anything else keeps the run
+// pending: the error is IsPastPONR (exit 3), names every node asked and its answer, and the
+// next boot tries again. SIGINT and SIGTERM end the wait the same way. Who decided is written
+// to the run log and reported.
 func confirmMaster(ctx context.Context, r *Run, intentHost, hostname string, wait time.Duration) error {
 	if hostname == "" {
 		h, err := os.Hostname()
@@ -200,50 +206,118 @@ func confirmMaster(ctx context.Context, r *Run, intentHost, hostname string, wai
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	maybeMe := map[string]bool{me: true, shortName(intentHost): true, shortName(r.Config.Cluster.Master): true}
-	all := r.Inventory.Nodes
-	half := len(all) / 2
+	skipped := r.skippedNodes()
+	var voters []nodes.Node
+	for _, n := range r.Inventory.Nodes {
+		if !slices.Contains(skipped, n.Name) {
+			voters = append(voters, n)
+		}
+	}
+	half := len(voters) / 2
 	deadline := time.Now().Add(wait)
 	for {
 		votes := map[string]int{}
-		var errs []error
-		_, _ = nodes.Each(ctx, all, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
-			c, err := r.dial.Conn(ctx, n.Name)
-			if err == nil {
-				var res nodes.Result
-				if res, err = c.RunShell(ctx, r.Config.Cluster.MasterCommand); err == nil {
-					r.mu.Lock()
-					votes[shortName(strings.TrimSpace(string(res.Stdout)))]++
-					r.mu.Unlock()
-					return nil
-				}
-			}
+		answers := map[string]string{}
+		_, _ = nodes.Each(ctx, voters, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
+			answer, err := askMaster(ctx, r, n.Name)
 			r.mu.Lock()
-			errs = append(errs, onNode(n.Name, err))
-			r.mu.Unlock()
-			return err
+			defer r.mu.Unlock()
+			if err != nil {
+				answers[n.Name] = "did not answer: " + EscapeControls(err.Error())
+				return err
+			}
+			votes[answer]++
+			answers[n.Name] = "names " + strconv.Quote(answer)
+			return nil
 		})
+		tally := masterTally(voters, skipped, answers)
 		if votes[me] > half {
-			r.log.Printf("master check: %d of %d nodes name %s", votes[me], len(all), me)
+			msg := fmt.Sprintf("master check: %d of %d voting nodes name this host %s (%s)", votes[me], len(voters), me, tally)
+			r.log.Printf("%s", msg)
+			if len(skipped) > 0 {
+				r.Warn("%s", msg)
+			}
+			// Who decided is on record: one fact per execution that passed the check.
+			if _, err := r.Learn(ctx, factMasterCheckPrefix+time.Now().UTC().Format(time.RFC3339Nano), msg); err != nil {
+				return pastPONR(fmt.Errorf("journal: %w; run %d stays pending", err, r.ID))
+			}
 			return nil
 		}
 		for host, n := range votes {
 			if !maybeMe[host] && n > half {
-				return notMaster(fmt.Errorf("%d of %d nodes name %s as the master, not this host %s", n, len(all), host, hostname))
+				return notMaster(fmt.Errorf("%d of %d voting nodes name %s as the master, not this host %s (%s)", n, len(voters), host, hostname, tally))
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			why := fmt.Sprintf("%d do, %d did not answer", votes[me], len(errs))
+			why := ""
 			if ctx.Err() != nil {
-				why = "interrupted; " + why
+				why = "interrupted; "
 			}
-			return pastPONR(fmt.Errorf("no majority of the %d nodes confirms this host %s as the master (%s: %w); run %d stays pending", len(all), hostname, why, errors.Join(errs...), r.ID))
+			hint := "declare a node that stays gone with 'cutover upgrade --resume --skip-node=NODE': it then leaves the vote"
+			return pastPONR(fmt.Errorf("no majority of the %d voting nodes confirms this host %s as the master (%s%d of them do, %d needed: %s); run %d stays pending; %s",
+				len(voters), hostname, why, votes[me], half+1, tally, r.ID, hint))
 		}
-		r.Wait("master check: %d of %d nodes name this host, waiting for more to answer", votes[me], len(all))
+		r.Wait("master check: %d of %d voting nodes name this host, waiting for more to answer", votes[me], len(voters))
 		select {
 		case <-ctx.Done():
 		case <-time.After(masterRetry):
 		}
 	}
+}
+
+// factMasterCheckPrefix keys the journal's record of each master check a resume passed: who
+// voted and what each answered.
+const factMasterCheckPrefix = "master-check."
+
+// askMaster runs master_command on node and returns the short name it prints: one line of a
+// host name, bounded; anything else is no answer.
+func askMaster(ctx context.Context, r *Run, node string) (string, error) {
+	c, err := r.dial.Conn(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	res, err := c.RunShell(ctx, r.Config.Cluster.MasterCommand)
+	if err != nil {
+		return "", err
+	}
+	name := strings.TrimSpace(string(res.Stdout))
+	if name == "" || len(name) > 253 || strings.ContainsFunc(name, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_')
+	}) {
+		return "", fmt.Errorf("master_command printed %s, not a host name", escapeShort(name))
+	}
+	return shortName(name), nil
+}
+
+// masterTally says, in the inventory's order, what each voter answered and which nodes were
+// declared gone.
+func masterTally(voters []nodes.Node, skipped []string, answers map[string]string) string {
+	var parts []string
+	for _, n := range voters {
+		a := answers[n.Name]
+		if a == "" {
+			a = "was not asked"
+		}
+		parts = append(parts, n.Name+" "+a)
+	}
+	for _, n := range skipped {
+		parts = append(parts, n+" declared gone (--skip-node), not asked")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// skippedNodes are the nodes declared gone for the run (--skip-node) in any execution, sorted.
+func (r *Run) skippedNodes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.facts {
+		if n, ok := strings.CutPrefix(k, factSkippedPrefix); ok {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func shortName(s string) string { return strings.SplitN(s, ".", 2)[0] }

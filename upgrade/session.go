@@ -137,7 +137,18 @@ func (s *session) refusePending(what string) error {
 	if s.intent == nil {
 		return nil
 	}
-	return fmt.Errorf("%s is pending: finish it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before %s", pendingName(*s.intent), what)
+	return fmt.Errorf("%s is pending: %s before %s", pendingName(*s.intent), waysOut(s.r.Config, *s.intent), what)
+}
+
+// waysOut names the commands that end the pending run of intent in: resume, and abort only
+// while the journal says the run is before its point of no return (past it, abort is refused);
+// a node that stays gone is declared so with --skip-node.
+func waysOut(cfg *config.Config, in journal.Intent) string {
+	jr, err := journal.NewStore(JournalPath(cfg)).Run(context.Background(), in.RunID)
+	if err == nil && jr.PastPONR {
+		return "it is past its point of no return, so finish it with 'cutover upgrade --resume' (with --skip-node=NODE for a node that stays gone)"
+	}
+	return "finish it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort'"
 }
 
 // pendingName names the run an intent is of, for messages: "run 7 (1.0.0 -> 1.1.0)", or

@@ -70,7 +70,7 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	defer s.Close()
 	if in := s.intent; in != nil {
 		if in.To != opts.To || opts.DryRun || kindOf(in.Kind) != KindUpgrade {
-			return nil, fmt.Errorf("%s is pending: continue it with 'cutover upgrade --resume' or undo it with 'cutover upgrade --abort' before switching to %s", pendingName(*in), opts.To)
+			return nil, fmt.Errorf("%s is pending: %s before switching to %s", pendingName(*in), waysOut(cfg, *in), opts.To)
 		}
 		// The pending run to the same target is continued under the lock this call holds.
 		if err := s.loadPending(ctx); err != nil {

@@ -442,3 +442,80 @@ func TestStatusInterruptedRun(t *testing.T) {
 		t.Errorf("last run %q, want interrupted", doc.LastRun.Outcome)
 	}
 }
+
+// TestResumeQuorumWithoutALostNode: a two-node cluster that lost a node past the point of no
+// return. The resume's master check cannot reach a majority of the two: it keeps the run
+// pending (exit 3) and names each node and what it answered. Declared gone (--skip-node), the
+// lost node leaves the vote: the master's own answer decides, which the journal records, and
+// the run goes on.
+func TestResumeQuorumWithoutALostNode(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	interrupted(t, lc, execution{through: "config-upgrade", in: "ensure-dirs"})
+	host, _ := os.Hostname()
+	addUnreachableNode(t, lc)
+	lc.writeConfig(strings.Replace(lc.read("cutover.toml"), "[cluster]\n", fmt.Sprintf("[cluster]\nmaster_command = %q\n", "echo "+host), 1))
+	cfg, err := upgrade.LoadConfig(lc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = upgrade.Resume(context.Background(), cfg, upgrade.ResumeOptions{Hostname: host, MasterWait: 100 * time.Millisecond})
+	if exitCode(err) != exitPastPONR {
+		t.Fatalf("Resume = %v (exit %d), want the run kept pending (exit %d)", err, exitCode(err), exitPastPONR)
+	}
+	msg := err.Error()
+	for _, want := range []string{"no majority of the 2 voting nodes", "1 of them do, 2 needed", host + ` names "` + shortHost(host) + `"`, "node9 did not answer", "--skip-node"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not say %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "%!") {
+		t.Errorf("the refusal holds a formatting error: %s", msg)
+	}
+
+	_, err = upgrade.Resume(context.Background(), cfg, upgrade.ResumeOptions{Hostname: host, MasterWait: 100 * time.Millisecond, SkipNodes: []string{"node9"}})
+	if err != nil && strings.Contains(err.Error(), "master") {
+		t.Fatalf("Resume --skip-node=node9 = %v, want the master check passed", err)
+	}
+	facts := lc.journalRun().Facts
+	decided := ""
+	for k, v := range facts {
+		if strings.HasPrefix(k, "master-check.") {
+			decided = v
+		}
+	}
+	if !strings.Contains(decided, "1 of 1 voting nodes name this host") || !strings.Contains(decided, "node9 declared gone (--skip-node), not asked") {
+		t.Errorf("the journal records the master check as %q", decided)
+	}
+}
+
+// shortHost is host's first label.
+func shortHost(host string) string { return strings.SplitN(host, ".", 2)[0] }
+
+// TestPendingRefusalsNameTheWaysOut: while a run is pending, the commands that refuse to run
+// name the ways out that exist: resume or abort before the point of no return, and past it
+// resume only (with --skip-node), never the abort that would be refused.
+func TestPendingRefusalsNameTheWaysOut(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ex    execution
+		abort bool
+	}{
+		{"before the point of no return", execution{through: "drain"}, true},
+		{"past the point of no return", execution{through: "config-upgrade", in: "ensure-dirs"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0", "1.2.0")
+			interrupted(t, lc, tc.ex)
+			for _, args := range [][]string{{"cfgupgrade"}, {"upgrade", "--to=1.2.0", "--yes"}} {
+				code, out, errOut := lc.cutover(args...)
+				msg := out + errOut
+				if code == exitOK || !strings.Contains(msg, "cutover upgrade --resume") {
+					t.Errorf("%v: exit %d, want a refusal naming the resume:\n%s", args, code, msg)
+				}
+				if got := strings.Contains(msg, "cutover upgrade --abort"); got != tc.abort {
+					t.Errorf("%v: names the abort: %v, want %v:\n%s", args, got, tc.abort, msg)
+				}
+			}
+		})
+	}
+}
