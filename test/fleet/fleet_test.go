@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -9,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/cutover/cutover/test/cluster"
+	"github.com/cutover/cutover/test/demoapp"
 )
 
 // fleet is the three clusters of the tests and what Ansible needs to reach them.
@@ -45,6 +49,7 @@ type summary struct {
 		Run      int     `json:"run"`
 		Downtime float64 `json:"downtime"`
 		Message  string  `json:"message"`
+		Task     string  `json:"task"`
 	} `json:"clusters"`
 }
 
@@ -287,6 +292,118 @@ func TestFleet(t *testing.T) {
 			t.Errorf("c3 still has a pending run: %+v", st.Pending)
 		}
 	})
+
+	t.Run("pre-cache refuses another build of an installed version", func(t *testing.T) {
+		// Every node of every cluster lists 1.2.0 as installed (the image's copy, never staged
+		// by cutover). The pre-cache play stages the release all the same: cutover stage
+		// compares each node's copy with it, refuses another build of 1.2.0 (exit 1) and
+		// leaves the same build alone.
+		release, other := f.releases(t, ctx, "1.2.0")
+		const stageTask = "Stage the version on every node"
+		r := f.playbook(t, "--tags", "precache", "-e", "cutover_version=1.2.0", "-e", "cutover_release="+other)
+		if r.exit == 0 {
+			t.Fatalf("ansible-playbook exited 0 pre-caching another build of 1.2.0 than the nodes hold\n%s", r.output)
+		}
+		for _, c := range r.summary.Clusters {
+			if c.State != "failed" || c.Task != stageTask || c.RC == nil || *c.RC != 1 || !strings.Contains(c.Message, "differs from what is to be staged") {
+				t.Errorf("summary of %s = %+v, want failed at %q with cutover's refusal (exit 1)", c.Cluster, c, stageTask)
+			}
+		}
+		for _, host := range f.order {
+			c := f.clusters[host]
+			for _, n := range c.Nodes {
+				if data, err := c.ReadFile(ctx, n.Name, "/usr/share/demoapp/1.2.0/VERSION"); err != nil || string(data) != "1.2.0\n" {
+					t.Errorf("%s %s: 1.2.0's VERSION is %q (%v), want the installed build's", host, n.Name, data, err)
+				}
+			}
+		}
+
+		// The same build: the tarball is copied (changed), the stage finds it on every node.
+		r = f.playbook(t, "--tags", "precache", "-e", "cutover_version=1.2.0", "-e", "cutover_release="+release)
+		if r.exit != 0 {
+			t.Fatalf("ansible-playbook exited %d pre-caching the build the nodes hold\n%s", r.exit, r.output)
+		}
+		for _, host := range f.order {
+			if r.recap[host]["changed"] != 1 || r.recap[host]["failed"] != 0 {
+				t.Errorf("recap of %s = %v, want changed=1 (the tarball's copy; the stage unchanged) failed=0", host, r.recap[host])
+			}
+		}
+		r = f.playbook(t, "--tags", "precache", "-e", "cutover_version=1.2.0", "-e", "cutover_release="+release)
+		if r.exit != 0 {
+			t.Fatalf("ansible-playbook exited %d pre-caching the build the nodes hold again\n%s", r.exit, r.output)
+		}
+		for _, host := range f.order {
+			if r.recap[host]["changed"] != 0 || r.recap[host]["failed"] != 0 {
+				t.Errorf("recap of %s = %v, want changed=0 failed=0", host, r.recap[host])
+			}
+		}
+		f.wantVersions(t, ctx, "1.1.0", "1.1.0", "1.1.0")
+	})
+}
+
+// releases writes version's release tarball (the build every node of the clusters holds) into
+// f.dir, and another build of it: the same trees but for other bytes in the share tree's
+// VERSION file. It returns both paths.
+func (f *fleet) releases(t *testing.T, ctx context.Context, version string) (same, other string) {
+	t.Helper()
+	bins, err := demoapp.Build(ctx, filepath.Join(f.dir, "demoapp-bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := demoapp.Release(&buf, bins, version); err != nil {
+		t.Fatal(err)
+	}
+	same = filepath.Join(f.dir, "demoapp-"+version+".tar.gz")
+	if err := os.WriteFile(same, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	altered := false
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimPrefix(h.Name, "./") == "usr/share/demoapp/"+version+"/VERSION" {
+			data = []byte(version + "\nanother build\n")
+			h.Size = int64(len(data))
+			altered = true
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !altered {
+		t.Fatalf("the %s release has no usr/share/demoapp/%s/VERSION", version, version)
+	}
+	other = filepath.Join(f.dir, "demoapp-"+version+"-other-build.tar.gz")
+	if err := os.WriteFile(other, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return same, other
 }
 
 // status is the part of cutover's Status document the tests read.

@@ -119,6 +119,7 @@ class CallbackModule(CallbackBase):
         if action_name(result._task) == UPGRADE:
             e["from"], e["to"] = r.get("from", ""), r.get("to", "")
             e["run"] = r.get("run", 0)
+            e["rollback_run"] = r.get("rollback_run", 0)
             e["downtime"] = r.get("downtime", 0.0)
             e["failures"] = r.get("failures", [])
             e["refusals"] = r.get("refusals", [])

@@ -12,7 +12,9 @@ __metaclass__ = type
 
 import json
 
-# EXIT_MEANINGS are cutover's exit codes, as its --help documents them.
+# EXIT_MEANINGS are cutover's exit codes, in the words of its --help (the EXIT CODES of
+# cmd/cutover/app.go, each code one of the exit* constants of cmd/cutover/main.go). test/fleet
+# fails when the two disagree.
 EXIT_MEANINGS = {
     0: "done",
     1: "failed and rolled back, or a check refused the run: the cluster is as before",
@@ -21,6 +23,8 @@ EXIT_MEANINGS = {
        "cannot go on now): the message names the nodes and what to run next",
     4: "another cutover run holds the lock",
     5: "this host is not the cluster's master",
+    6: "the run failed past the point of no return and [policy] on_failure = \"rollback\" took "
+       "the cluster back to the version it ran before: it runs that version now",
 }
 
 # COMMON_ARGS are the options every module of the collection takes.

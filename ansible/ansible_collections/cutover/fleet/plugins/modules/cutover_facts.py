@@ -71,7 +71,7 @@ ansible_facts:
       type: list
       elements: dict
     cutover_installed:
-      description: The versions installed on every online node that answered, in cutover's order.
+      description: The versions installed on every online node that answered, in cutover's order. A node's copy of a version may be another build than its release; M(cutover.fleet.cutover_stage) compares them.
       type: list
       elements: str
     cutover_unreachable:

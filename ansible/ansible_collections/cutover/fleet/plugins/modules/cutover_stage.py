@@ -10,15 +10,28 @@ DOCUMENTATION = r"""
 module: cutover_stage
 short_description: Pre-cache a version on every node of a cluster with cutover stage
 description:
-  - Runs C(cutover stage --version=VERSION SOURCE) on the cluster's master, the inventory host.
-    Every online node receives the version's two trees, checked against a SHA-256 manifest, ahead
-    of the switch, so the upgrade window does not wait for the transfer.
+  - Runs C(cutover stage --version=VERSION SOURCE) on the cluster's master, the inventory host,
+    and reads its JSON event stream. Every online node receives the version's two trees, checked
+    against a SHA-256 manifest, ahead of the switch, so the upgrade window does not wait for the
+    transfer.
   - C(src) is a release tarball or directory already on the master; copy it there first with
     M(ansible.builtin.copy) when it is on the controller.
-  - When every online node already holds C(version) (C(cutover status) says so), nothing is run and
-    the task is unchanged; this is also the case for the version the cluster runs, which cutover
-    stage would refuse.
-  - In check mode it runs C(cutover stage --dry-run) and reports which nodes would receive it.
+  - cutover stage always runs, also when every node lists C(version) as installed, because
+    cutover compares each node's trees with C(src) by their checksums, which is cheap when they
+    are the same. A node whose trees are the release's is left alone; when every node's are, the
+    task is unchanged. A node holding a different build of C(version) makes cutover refuse, and
+    the task fails with its message, unless C(replace) is set, which replaces that copy
+    (reported changed). So the fleet never switches to a build of the version other than C(src).
+  - C(changed) is what cutover's C(done) event says, a node in C(nodes) but not in C(already)
+    having received the trees (or, in check mode, being about to receive them).
+  - cutover stage refuses the version a node runs (it never touches the live version) and a
+    cluster with a run pending; the task fails with cutover's message then. The collection's
+    playbook stages only on clusters that do not run the version and have no run pending.
+  - In check mode it runs C(cutover stage --dry-run), which runs the same checks, compares the
+    same checksums and changes nothing; the task fails where cutover would refuse and reports
+    changed where a node would receive the trees.
+  - On failure the module fails with cutover's own message, its exit code in C(rc) and what
+    that code means in C(exit_meaning).
 version_added: 1.0.0
 author:
   - cutover's authors
@@ -38,6 +51,7 @@ options:
   replace:
     description:
       - Replace a different copy of the version on a node (never the live one), C(--replace).
+        Without it, a node holding a copy of C(version) that differs from C(src) makes the task fail.
     type: bool
     default: false
   config:
@@ -52,7 +66,7 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Runs C(cutover stage --dry-run).
+    details: Runs C(cutover stage --dry-run), which compares the nodes' trees with C(src) and changes nothing.
 seealso:
   - module: cutover.fleet.cutover_upgrade
 """
@@ -68,15 +82,24 @@ EXAMPLES = r"""
   cutover.fleet.cutover_stage:
     version: 3.1.0
     src: /var/cache/cutover/ganeti-3.1.0.tar.gz
+
+- name: Put this build of 3.1.0 in place of a different one staged before
+  cutover.fleet.cutover_stage:
+    version: 3.1.0
+    src: /var/cache/cutover/ganeti-3.1.0.tar.gz
+    replace: true
 """
 
 RETURN = r"""
 rc:
-  description: cutover's exit code (0 done; 1 refused or rolled back; 2 bad input; 3 pending; 4 locked; 5 not the master).
+  description: >-
+    cutover's exit code (0 done; 1 refused (a different copy of the version, the live version,
+    no disk space) or failed; 2 bad input; 3 a run is left pending; 4 locked; 5 not the master;
+    6 rolled back by cutover's rollback policy).
   returned: always
   type: int
 exit_meaning:
-  description: What C(rc) means.
+  description: What C(rc) means, in the words of C(cutover --help).
   returned: always
   type: str
 msg:
@@ -84,7 +107,7 @@ msg:
   returned: always
   type: str
 run:
-  description: The stage run's id in the cluster's journal; 0 when none was made.
+  description: The stage run's id in the cluster's journal; 0 when none was made (check mode).
   returned: always
   type: int
 version:
@@ -92,12 +115,17 @@ version:
   returned: always
   type: str
 nodes:
-  description: The nodes the version was staged on (or would be, in check mode).
+  description: The online nodes cutover staged on, each holding the release's trees after the task (in check mode, the nodes it would stage on).
   returned: always
   type: list
   elements: str
 already:
-  description: The nodes that held the version already.
+  description: The nodes that held the release's trees already (compared by checksums); nothing was sent to them.
+  returned: always
+  type: list
+  elements: str
+staged:
+  description: The nodes that received the trees (in check mode, that would receive them); the task is changed when there is one.
   returned: always
   type: list
   elements: str
@@ -105,9 +133,19 @@ sent_bytes:
   description: The bytes sent to the nodes.
   returned: always
   type: int
+failures:
+  description: Per node, what failed (the stage, the node, the error, the command's exit code and the end of its stderr).
+  returned: always
+  type: list
+  elements: dict
+cmd:
+  description: The command line of cutover stage.
+  returned: always
+  type: list
+  elements: str
 done:
   description: cutover's C(done) event as it printed it.
-  returned: when cutover stage ran
+  returned: when cutover stage printed one
   type: dict
 """
 
@@ -122,6 +160,17 @@ from ansible_collections.cutover.fleet.plugins.module_utils.cutover import (
 )
 
 
+def stage_args(params, check_mode):
+    """Return the arguments of the cutover stage command the module runs."""
+    args = ["stage", "--version=" + params["version"]]
+    if params["replace"]:
+        args.append("--replace")
+    if check_mode:
+        args.append("--dry-run")
+    # cutover stage asks no confirmation (it has no --yes); SOURCE ends the command line.
+    return args + ["--", params["src"]]
+
+
 def main():
     argument_spec = dict(
         version=dict(type="str", required=True),
@@ -133,33 +182,30 @@ def main():
     cutover = Cutover(module)
     version = module.params["version"]
 
-    rc, status, err = cutover.document(["status"], "Status")
-    online = [n for n in status.get("nodes") or [] if not n.get("offline")]
-    if online and all(n.get("reachable") and version in (n.get("installed") or []) for n in online):
-        names = [n.get("name") for n in online]
-        module.exit_json(changed=False, rc=0, exit_meaning=exit_meaning(0), run=0, version=version,
-                         nodes=[], already=names, sent_bytes=0,
-                         msg="%s is installed on every online node already" % version)
-
-    args = ["stage", "--version=" + version]
-    if module.params["replace"]:
-        args.append("--replace")
-    if module.check_mode:
-        args.append("--dry-run")
-    args.append(module.params["src"])
+    # cutover stage decides, never cutover status: a node that lists the version may hold
+    # another build of it, which only stage's comparison with src finds.
+    args = stage_args(module.params, module.check_mode)
     rc, events, done, err = cutover.events(args)
-    done = done or {}
-    already = done.get("already") or []
+    result = dict(rc=rc, exit_meaning=exit_meaning(rc), version=version, run=0, nodes=[], already=[],
+                  staged=[], sent_bytes=0, failures=node_failures(events), cmd=cutover.argv(args))
+    if done is None:
+        module.fail_json(msg="cutover printed no done event: %s" % error_message(None, err, rc), stderr=err, **result)
     nodes = done.get("nodes") or []
-    result = dict(rc=rc, exit_meaning=exit_meaning(rc), run=done.get("run") or 0, version=version,
-                  nodes=nodes, already=already, sent_bytes=done.get("sent_bytes") or 0,
-                  failures=node_failures(events), done=done, cmd=cutover.argv(args))
-    if rc != 0 or not done:
+    already = done.get("already") or []
+    staged = [n for n in nodes if n not in already]
+    result.update(run=done.get("run") or 0, nodes=nodes, already=already, staged=staged,
+                  sent_bytes=done.get("sent_bytes") or 0, done=done)
+    if rc != 0:
         module.fail_json(msg=error_message(done, err, rc), stderr=err, **result)
-    changed = bool(set(nodes) - set(already))
-    verb = "would be staged" if module.check_mode else "staged"
-    result["msg"] = "%s %s on %d nodes (%d had it)" % (version, verb, len(set(nodes) - set(already)), len(already))
-    module.exit_json(changed=changed, **result)
+    if not staged:
+        result["msg"] = "%s is already staged on every node (%s): their trees are those of %s" % (
+            version, ", ".join(already) or "none online", module.params["src"])
+    else:
+        verb = "would be staged" if module.check_mode else "staged"
+        result["msg"] = "%s %s on %s" % (version, verb, ", ".join(staged))
+        if already:
+            result["msg"] += "; already on %s" % ", ".join(already)
+    module.exit_json(changed=bool(staged), **result)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ description:
     check run of a fleet shows each cluster that would refuse and why.
   - On failure the module fails with cutover's own message, its exit code in C(rc) and what
     that code means in C(exit_meaning) (1 the cluster is as before, 2 bad input, 3 a run is
-    left pending (resume it), 4 another run holds the lock, 5 the host is not the master).
+    left pending (resume it), 4 another run holds the lock, 5 the host is not the master, 6 the
+    run failed past its point of no return and the cluster's C([policy] on_failure = "rollback")
+    took it back to the version it ran before, in the run C(rollback_run)).
 version_added: 1.0.0
 author:
   - cutover's authors
@@ -105,7 +107,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 rc:
-  description: cutover's exit code (0 done; 1 rolled back or refused; 2 bad input; 3 a run is left pending; 4 locked; 5 not the master).
+  description: cutover's exit code (0 done; 1 rolled back or refused; 2 bad input; 3 a run is left pending; 4 locked; 5 not the master; 6 rolled back by cutover's rollback policy).
   returned: always
   type: int
   sample: 0
@@ -161,6 +163,11 @@ log:
   description: The run's log on the master.
   returned: always
   type: str
+rollback_run:
+  description: The run that took the cluster back to the version it ran before after this one failed past its point of no return (C(rc) 6); 0 when none did.
+  returned: always
+  type: int
+  sample: 8
 failures:
   description: Per node, what failed (the stage, the node, the error, the command's exit code and the end of its stderr).
   returned: always
@@ -210,6 +217,7 @@ def result_from_done(done, events):
     downtime = done.get("downtime_ns") or 0
     result = dict(
         run=done.get("run") or 0,
+        rollback_run=done.get("rollback_run") or 0,
         duration_ns=done.get("duration_ns") or 0,
         downtime_ns=downtime,
         downtime=seconds(downtime),
@@ -228,7 +236,7 @@ def result_from_done(done, events):
 
 def empty_result(version_from="", version_to=""):
     """Return the result of a module that made no run."""
-    result = dict(run=0, duration_ns=0, downtime_ns=0, downtime=0.0, backup="", log="", failures=[])
+    result = dict(run=0, rollback_run=0, duration_ns=0, downtime_ns=0, downtime=0.0, backup="", log="", failures=[])
     result["from"] = version_from
     result["to"] = version_to
     return result
