@@ -436,11 +436,8 @@ func judge(l procListing, lib, share string, since startRef) judged {
 			continue
 		}
 		why := ""
-		switch {
-		case p.exe != "" && t.oldTree(p.exe):
+		if p.exe != "" && t.oldTree(p.exe) {
 			why = "runs " + escapeShort(p.exe)
-		case since.tick > 0 && since.boot != "" && since.boot == l.boot && p.start < since.tick:
-			why = fmt.Sprintf("started before the run started the node's daemons (at tick %d, before %d)", p.start, since.tick)
 		}
 		if why == "" {
 			for _, a := range p.args {
@@ -457,6 +454,9 @@ func judge(l procListing, lib, share string, since startRef) judged {
 					break
 				}
 			}
+		}
+		if why == "" && since.tick > 0 && since.boot != "" && since.boot == l.boot && p.start < since.tick {
+			why = fmt.Sprintf("started before the run started the node's daemons (at tick %d, before %d)", p.start, since.tick)
 		}
 		if why != "" {
 			j.old = append(j.old, oldDaemon{pid: p.pid, start: p.start, why: why})
