@@ -47,7 +47,8 @@ import (
 //
 //	PID/cmdline:ARG
 //
-// An executable's newlines are given as \x01. It changes nothing.
+// An executable's newlines are given as \x01. A process that ends while it is listed is left
+// out. It changes nothing.
 const procScript = `lb=$1 sb=$2 ll=$3 sl=$4 users=$5
 shift 5
 cutover_st() { set -- ${1##*) }; st=${20} state=$1; }
@@ -101,11 +102,13 @@ while read -r d o e; do
 	fi
 	ru= eu= su= fu=
 	{ while read -r w a1 a2 a3 a4; do [ "$w" = Uid: ] && { ru=$a1 eu=$a2 su=$a3 fu=$a4; break; }; done <"$d/status"; } 2>/dev/null
+	case $ru in ""|*[!0-9]*) continue;; esac
 	if ! { inu "$ru" && inu "$eu" && inu "$su" && inu "$fu"; }; then
 		intree "$e" && printf 'X %s %s %s\000' "$d" "$ru" "$e"
 		continue
 	fi
 	st=; { read -r x <"$d/stat"; } 2>/dev/null && cutover_st "$x"
+	case $st in ""|*[!0-9]*) continue;; esac
 	w=
 	intree "$e" && w=1
 	case " $pids " in *" $d "*) w=1;; esac
