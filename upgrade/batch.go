@@ -133,18 +133,33 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 		return fmt.Errorf("%s failed: %s failed in this run (%s), more than strategy.max_failed = %d: %w", joinNames(failed), plural(len(total), "node"), joinNames(total), budget, err)
 	}
 	// Within the budget the failed nodes are left behind at the source, switched back where
-	// they can be reached, and the run goes on; 'cutover sync' catches them up later.
-	r.Warn("%s failed (%d of strategy.max_failed = %d): left behind at %s, the run goes on", joinNames(failed), len(total), budget, r.From)
+	// they can be reached, and the run goes on; 'cutover sync' catches them up later. A node
+	// that cannot be switched back is in a state cutover could not confirm (cut off after its
+	// switch or its start, it may run the target on the source's config): it is reported as
+	// such, never as left at the source, and journaled for 'cutover status'.
+	r.Warn("%s failed (%d of strategy.max_failed = %d): left behind, the run goes on", joinNames(failed), len(total), budget)
 	var back []nodes.Node
 	for _, n := range list {
 		if slices.Contains(failed, n.Name) {
 			back = append(back, n)
 		}
 	}
-	if berr := r.OnNodes(ctx, back, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		return r.rollNode(ctx, c, n.Name, r.From, false)
-	}); berr != nil {
-		r.Warn("switching %s back to %s: %v; 'cutover sync' brings it to the cluster's version once it is back", joinNames(failed), r.From, berr)
+	var unknown []string
+	_ = r.OnNodes(ctx, back, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		err := r.rollNode(ctx, c, n.Name, r.From, false)
+		if err != nil {
+			mu.Lock()
+			unknown = append(unknown, n.Name)
+			mu.Unlock()
+			r.Warn("%s could not be switched back to %s (%v): its state is unknown; once it is back, 'cutover status' shows where it is and 'cutover sync %s' brings it and its config in line", n.Name, r.From, err, n.Name)
+		}
+		return err
+	})
+	slices.Sort(unknown)
+	for _, n := range unknown {
+		if _, lerr := r.Learn(ctx, factUnknownPrefix+n, b.Name()); lerr != nil {
+			return errors.Join(err, lerr)
+		}
 	}
 	if _, lerr := r.Learn(ctx, factToleratedPrefix+b.Name(), strings.Join(failed, ",")); lerr != nil {
 		return errors.Join(err, lerr)
@@ -179,6 +194,10 @@ func (b batch) Undo(ctx context.Context, r *Run) error {
 		return r.rollNode(ctx, c, n.Name, r.From, false)
 	})
 }
+
+// factUnknownPrefix prefixes the fact that a node failed in a batch (the value) within the
+// failure budget and could not be switched back: its state is unknown.
+const factUnknownPrefix = "rolling-unknown-"
 
 // factSwitchedPrefix prefixes the fact that a rolling run switched a node to its target.
 const factSwitchedPrefix = "rolling-switched-"

@@ -328,12 +328,27 @@ func (r *Run) toleratedErr() error {
 	if len(behind) == 0 {
 		return nil
 	}
-	was, it := "was", "it is"
-	if len(behind) > 1 {
-		was, it = "were", "they are"
+	var at, unknown []string
+	for _, n := range behind {
+		if _, ok := r.Fact(factUnknownPrefix + n); ok {
+			unknown = append(unknown, n)
+		} else {
+			at = append(at, n)
+		}
 	}
-	return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed and %s left at %s; once %s back and healthy, run 'cutover sync %s'",
-		joinNames(behind), was, r.From, it, strings.Join(behind, " ")))
+	var where []string
+	if len(at) > 0 {
+		where = append(where, fmt.Sprintf("%s left at %s", joinNames(at), r.From))
+	}
+	if len(unknown) > 0 {
+		where = append(where, fmt.Sprintf("%s in a state cutover could not confirm (cut off after its switch or start, it may run %s on %s's config)", joinNames(unknown), r.To, r.From))
+	}
+	it := "it is"
+	if len(behind) > 1 {
+		it = "they are"
+	}
+	return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed: %s; once %s back and healthy, run 'cutover sync %s'",
+		joinNames(behind), strings.Join(where, "; "), it, strings.Join(behind, " ")))
 }
 
 // journalEarly journals the stage records made before the run was in the journal, once it

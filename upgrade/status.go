@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,8 @@ type StatusReport struct {
 	ResumeProblems []string
 	// Problems are what could not be read (the journal, the intent), shown as warnings.
 	Problems []string
+
+	unconfirmed map[string]uint64 // nodes done runs left unconfirmed (unconfirmedNodes)
 }
 
 // NodeStatus is what one node looks like.
@@ -147,12 +150,17 @@ type RunSummary struct {
 	Offline []string
 }
 
-// BehindNode is a node whose links point at another version than the cluster's.
+// BehindNode is a node whose links point at another version than the cluster's, or one that
+// a done run left in a state it could not confirm and no sync has covered since.
 type BehindNode struct {
 	Node    string
 	Version string
 	// Command brings the node to the cluster's version.
 	Command string
+	// Unconfirmed is the run that left the node in a state it could not confirm (a rolling
+	// node cut off after its switch or start, which may run the target on the source's
+	// config); 0 for a node whose links alone say it is behind.
+	Unconfirmed uint64
 }
 
 // Status reads the state of the cluster: every node's links and installed versions, the
@@ -209,8 +217,46 @@ func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*Statu
 		if dir, err := r.Layout.VersionDir(st.Version); err == nil {
 			st.Behind = behindNodes(dir, st.Nodes)
 		}
+		for _, n := range st.Nodes {
+			id, ok := st.unconfirmed[n.Name]
+			if !ok || slices.ContainsFunc(st.Behind, func(b BehindNode) bool { return b.Node == n.Name }) {
+				continue
+			}
+			st.Behind = append(st.Behind, BehindNode{Node: n.Name, Version: n.Live, Command: "cutover sync " + n.Name, Unconfirmed: id})
+		}
 	}
 	return st, nil
+}
+
+// unconfirmedNodes are the nodes that a done run left in a state it could not confirm, each
+// with that run, less those a done sync covered since, from the journal's runs in order.
+func unconfirmedNodes(runs []journal.Run) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, jr := range runs {
+		if jr.Outcome != journal.Succeeded {
+			continue
+		}
+		switch kindOf(jr.Kind) {
+		case KindSync:
+			for _, ev := range jr.Events {
+				if ev.Stage != (syncSwitch{}).Name() || ev.State != journal.Done {
+					continue
+				}
+				for _, nr := range ev.Nodes {
+					if nr.OK {
+						delete(out, nr.Node)
+					}
+				}
+			}
+		default:
+			for k := range jr.Facts {
+				if n, ok := strings.CutPrefix(k, factUnknownPrefix); ok {
+					out[n] = jr.ID
+				}
+			}
+		}
+	}
+	return out
 }
 
 // behindNodes lists the nodes whose links agree on another VERSIONDIR than the cluster's dir,
@@ -245,6 +291,7 @@ func (st *StatusReport) readJournal(ctx context.Context, cfg *config.Config) {
 		}
 		return
 	}
+	st.unconfirmed = unconfirmedNodes(runs)
 	if len(runs) > 0 {
 		last := runs[len(runs)-1]
 		sum := &RunSummary{Run: last.ID, Kind: last.Kind, From: last.From, To: last.To, Outcome: string(last.Outcome),

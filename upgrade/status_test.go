@@ -1,11 +1,13 @@
 package upgrade
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/layout"
 )
 
@@ -18,12 +20,43 @@ func TestBehindNodes(t *testing.T) {
 		{Name: "node5", Reachable: true, Live: "1.2.0"},
 	}
 	got := behindNodes("1.1.0", list)
-	want := []BehindNode{{"node2", "1.0.0", "cutover sync node2"}, {"node5", "1.2.0", "cutover sync node5"}}
+	want := []BehindNode{{Node: "node2", Version: "1.0.0", Command: "cutover sync node2"}, {Node: "node5", Version: "1.2.0", Command: "cutover sync node5"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("behindNodes = %+v, want %+v", got, want)
 	}
 	if got := behindNodes("1.1.0", list[:1]); got != nil {
 		t.Errorf("behindNodes of a cluster in step = %+v, want none", got)
+	}
+}
+
+// TestUnconfirmedNodes: a node that a done run left in a state it could not confirm stays
+// behind until a done sync switched it; a failed sync, or a sync of other nodes, does not count.
+func TestUnconfirmedNodes(t *testing.T) {
+	switched := func(nodes ...string) []journal.Event {
+		var res []journal.NodeResult
+		for _, n := range nodes {
+			res = append(res, journal.NodeResult{Node: n, OK: true})
+		}
+		return []journal.Event{{Stage: "switch", State: journal.Done, Nodes: res}}
+	}
+	left := map[string]string{factUnknownPrefix + "node3": "batch-2"}
+	for _, tc := range []struct {
+		name string
+		runs []journal.Run
+		want map[string]uint64
+	}{
+		{"none", []journal.Run{{ID: 1, Kind: "upgrade", Outcome: journal.Succeeded}}, map[string]uint64{}},
+		{"left by a done run", []journal.Run{{ID: 4, Kind: "upgrade", Outcome: journal.Succeeded, Facts: left}}, map[string]uint64{"node3": 4}},
+		{"synced since", []journal.Run{{ID: 4, Kind: "upgrade", Outcome: journal.Succeeded, Facts: left},
+			{ID: 5, Kind: "sync", Outcome: journal.Succeeded, Events: switched("node3")}}, map[string]uint64{}},
+		{"another node synced", []journal.Run{{ID: 4, Kind: "upgrade", Outcome: journal.Succeeded, Facts: left},
+			{ID: 5, Kind: "sync", Outcome: journal.Succeeded, Events: switched("node2")}}, map[string]uint64{"node3": 4}},
+		{"the sync failed", []journal.Run{{ID: 4, Kind: "upgrade", Outcome: journal.Succeeded, Facts: left},
+			{ID: 5, Kind: "sync", Outcome: journal.FailedPastPONR, Events: switched("node3")}}, map[string]uint64{"node3": 4}},
+	} {
+		if got := unconfirmedNodes(tc.runs); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -356,6 +356,8 @@ type statusBehindDoc struct {
 	Node    string `json:"node"`
 	Version string `json:"version"`
 	Command string `json:"command"`
+	// UnconfirmedRun is the run that left the node in a state it could not confirm.
+	UnconfirmedRun uint64 `json:"unconfirmed_run,omitempty"`
 }
 
 // statusResumeDoc says how the master resumes an interrupted run at boot.
@@ -404,7 +406,7 @@ func (o *jsonOutput) status(st *upgrade.StatusReport) error {
 		}
 	}
 	for _, b := range st.Behind {
-		d.Behind = append(d.Behind, statusBehindDoc{Node: b.Node, Version: b.Version, Command: b.Command})
+		d.Behind = append(d.Behind, statusBehindDoc{Node: b.Node, Version: b.Version, Command: b.Command, UnconfirmedRun: b.Unconfirmed})
 	}
 	return o.doc(d)
 }

@@ -387,6 +387,11 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 		fmt.Fprintln(w)
 	}
 	for _, b := range st.Behind {
+		if b.Unconfirmed != 0 {
+			fmt.Fprintf(w, "behind: run %d left %s in a state it could not confirm (its links at %s, its config and daemons unknown), the cluster at %s: run '%s'\n",
+				b.Unconfirmed, b.Node, textDash(b.Version), st.Version, b.Command)
+			continue
+		}
 		fmt.Fprintf(w, "behind: %s is at %s, the cluster at %s: run '%s'\n", b.Node, b.Version, st.Version, b.Command)
 	}
 	notRun := ""
