@@ -236,6 +236,11 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 	if command == "" {
 		return nodes.Result{}, nil
 	}
+	if start {
+		if why := r.notReadyWhy(node); why != "" {
+			return nodes.Result{}, onNode(node, fmt.Errorf("its daemons were not started: %s, and they would run on what the node does not have; 'cutover upgrade --resume' redoes it", why))
+		}
+	}
 	res, err := c.RunShell(ctx, r.expand(command, node))
 	if start && err == nil {
 		r.mu.Lock()
@@ -252,6 +257,42 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 		r.mu.Unlock()
 	}
 	return res, err
+}
+
+// setReady records whether a step node's daemons need before they may start (its switch, its
+// config copy) last succeeded in this execution: while one failed, no daemon is started there.
+// A run before its point of no return rolls back on such a failure, and its undo's switch
+// back makes the node ready again; past it, the daemons would run on links or a config the
+// node does not have.
+func (r *Run) setReady(node, step string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ok {
+		delete(r.unready[node], step)
+		return
+	}
+	if r.unready == nil {
+		r.unready = map[string]map[string]bool{}
+	}
+	if r.unready[node] == nil {
+		r.unready[node] = map[string]bool{}
+	}
+	r.unready[node][step] = true
+}
+
+// notReadyWhy says why node's daemons may not start in this execution; "" when they may.
+func (r *Run) notReadyWhy(node string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var steps []string
+	for s := range r.unready[node] {
+		steps = append(steps, s)
+	}
+	slices.Sort(steps)
+	if len(steps) == 0 {
+		return ""
+	}
+	return "its " + strings.Join(steps, " and its ") + " failed"
 }
 
 // checkDaemons runs settleDaemons on every node of list: the last check before a run may end

@@ -158,11 +158,6 @@ func plural(n int, what string) string {
 // redistribute copies the [config].redistribute files from the master to every other online
 // node, atomically, and reads each copy back to compare checksums.
 func redistribute(ctx context.Context, r *Run) error {
-	type file struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}
 	if len(r.Config.Config.Redistribute) == 0 {
 		return nil
 	}
@@ -188,18 +183,32 @@ func redistribute(ctx context.Context, r *Run) error {
 		}
 	}
 	return r.OnNodes(ctx, to, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		for _, f := range files {
-			if err := c.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
-				return fmt.Errorf("%s: copy %s: %w", n.Name, f.path, err)
-			}
-			back, err := c.ReadFile(f.path)
-			if err != nil {
-				return fmt.Errorf("%s: read back %s: %w", n.Name, f.path, err)
-			}
-			if sha256.Sum256(back) != sha256.Sum256(f.data) {
-				return fmt.Errorf("%s: %s: checksum differs after copy", n.Name, f.path)
-			}
-		}
-		return nil
+		err := copyConfig(c, n.Name, files...)
+		r.setReady(n.Name, "config copy", err == nil)
+		return err
 	})
+}
+
+// copyConfig copies files to node through c, each atomically and read back.
+func copyConfig(c Conn, node string, files ...file) error {
+	for _, f := range files {
+		if err := c.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
+			return fmt.Errorf("%s: copy %s: %w", node, f.path, err)
+		}
+		back, err := c.ReadFile(f.path)
+		if err != nil {
+			return fmt.Errorf("%s: read back %s: %w", node, f.path, err)
+		}
+		if sha256.Sum256(back) != sha256.Sum256(f.data) {
+			return fmt.Errorf("%s: %s: checksum differs after copy", node, f.path)
+		}
+	}
+	return nil
+}
+
+// file is one file redistribute copies: its path, content and mode.
+type file struct {
+	path string
+	data []byte
+	mode os.FileMode
 }

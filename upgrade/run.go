@@ -106,6 +106,9 @@ type Run struct {
 	// (its command shell reports when a command started): a daemon that started before it
 	// survived the stop.
 	daemonsUp map[string]startRef
+	// unready says, per node, which steps its daemons need failed in this execution
+	// (setReady): its daemons are not started.
+	unready map[string]map[string]bool
 	// switched is the version this execution last pointed each node's links at.
 	switched map[string]string
 	// behind are the nodes a rolling run left behind within its failure budget.

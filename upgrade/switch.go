@@ -51,7 +51,9 @@ func switchAll(ctx context.Context, r *Run, version string) error {
 		} else if err == nil && r.Resumed && r.doneBefore("switch") && version == r.To {
 			r.Warn("%s: the journal records the switch as done, but its links point at %s: switching it again", n.Name, live)
 		}
-		return onNode(n.Name, r.switchNode(ctx, c, n.Name, version))
+		err := r.switchNode(ctx, c, n.Name, version)
+		r.setReady(n.Name, "switch", err == nil)
+		return onNode(n.Name, err)
 	})
 	if already > 0 {
 		r.Note("%d of %d already at %s", already, len(r.Online), version)

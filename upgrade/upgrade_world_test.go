@@ -281,6 +281,35 @@ func TestUpgradeStagesOnAWorld(t *testing.T) {
 		{name: "start fails on a node whose start fails, naming it",
 			from: "1.0.0", to: "1.1.0", setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node2", "start") }, stage: start{},
 			state: journal.Failed, err: "node2", calls: []string{"node1: start", "node2: start", "node3: start"}},
+		{name: "start starts no daemon on a node whose config copy failed past the point of no return",
+			opts: rooted, from: "1.0.0", to: "1.1.0", setup: func(t *testing.T, w *upgradetest.World) {
+				withMigration("1.0.0")(t, w)
+				// node3's config is a directory: the copy cannot replace it (a full disk, say).
+				if err := os.MkdirAll(filepath.Join(w.Dir, "node3", "var/lib/app/config.json/full"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}, before: []Stage{configUpgrade{}}, stage: start{},
+			state: journal.Failed, err: "config-upgrade and start failed",
+			calls: []string{"node1: start", "node2: start"},
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				if why := r.notReadyWhy("node3"); why != "its config copy failed" {
+					t.Errorf("node3 is not ready because %q, want its config copy", why)
+				}
+			}},
+		{name: "start starts no daemon on a node whose switch failed past the point of no return",
+			opts: rooted, from: "1.1.0", to: "1.0.0", setup: func(t *testing.T, w *upgradetest.World) {
+				withMigration("1.1.0")(t, w)
+				if err := os.RemoveAll(filepath.Join(w.Dir, "node3/usr/lib/app/1.0.0")); err != nil {
+					t.Fatal(err)
+				}
+			}, before: []Stage{configDowngrade{}, switchLinks{}}, stage: start{},
+			state: journal.Failed, err: "switch and start failed",
+			calls: []string{"node1: start", "node2: start"},
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				if why := r.notReadyWhy("node3"); why != "its switch failed" {
+					t.Errorf("node3 is not ready because %q, want its switch", why)
+				}
+			}},
 		{name: "start waits for the master's daemons to answer",
 			from: "1.0.0", to: "1.1.0", config: func(c *config.Config) { c.Commands.DaemonsReady = "ready" }, stage: start{},
 			state: journal.Done, calls: []string{"node1: start", "node1: ready", "node2: start", "node3: start"}},
