@@ -93,6 +93,8 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 	}
 	oldNative := start(false, filepath.Join(lib, "1.0/usr/sbin/appd"), "60")
 	usersOld := start(true, filepath.Join(lib, "1.0/usr/sbin/appd"), "60")
+	// Another user's program of the old tree whose name holds a tab and terminal escapes.
+	controls := start(true, write(filepath.Join(lib, "1.0/usr/sbin", "a\tb\x1b[31m\x07"), data, 0o755), "60")
 	script := start(false, "sh", filepath.Join(lib, "1.0/usr/sbin/appd.sh"))
 	throughLinks := start(false, "sh", filepath.Join(lib, "default/usr/sbin/appd.sh"))
 	named := start(false, sleep, "61")
@@ -175,8 +177,16 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 			t.Errorf("%s: old daemons %v (%v), want %v (live %d, another user's %d, unnamed %d, forged %d)", tc.name, got, j.old, tc.want,
 				live.Process.Pid, usersOld.Process.Pid, unnamed.Process.Pid, forged.Process.Pid)
 		}
-		if len(j.others) != 1 || !strings.HasPrefix(j.others[0], strconv.Itoa(usersOld.Process.Pid)+" (uid 65534) ") {
-			t.Errorf("%s: other users' processes %q, want only %d", tc.name, j.others, usersOld.Process.Pid)
+		wantOthers := map[int]bool{usersOld.Process.Pid: true, controls.Process.Pid: true}
+		for _, o := range j.others {
+			pid, _ := strconv.Atoi(strings.Fields(o)[0])
+			if !wantOthers[pid] || !strings.Contains(o, " (uid 65534) ") || strings.ContainsAny(o, "\t\x1b\x07\n") {
+				t.Errorf("%s: other user's process reported as %q", tc.name, o)
+			}
+			delete(wantOthers, pid)
+		}
+		if len(wantOthers) > 0 {
+			t.Errorf("%s: other users' processes %q, want %d and %d", tc.name, j.others, usersOld.Process.Pid, controls.Process.Pid)
 		}
 	}
 
@@ -193,7 +203,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 			waitGone(t, c)
 		}
 	}
-	for _, c := range []*exec.Cmd{live, usersOld, throughLinks, named, unnamed, forged} {
+	for _, c := range []*exec.Cmd{live, usersOld, controls, throughLinks, named, unnamed, forged} {
 		if syscall.Kill(c.Process.Pid, 0) != nil {
 			t.Errorf("the kill ended %s (pid %d)", c.Path, c.Process.Pid)
 		}
