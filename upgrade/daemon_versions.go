@@ -34,7 +34,8 @@ const (
 )
 
 // bootIdentity makes a node's boot identity of the contents of bootIDPath and initStatPath;
-// either may be missing. "" means it could not be read at all.
+// either may be missing. "" means it could not be read at all, or what was read is not a boot
+// identity.
 func bootIdentity(bootID, initStat []byte) string {
 	id := strings.TrimSpace(string(bootID))
 	start := ""
@@ -47,7 +48,11 @@ func bootIdentity(bootID, initStat []byte) string {
 	if id == "" && start == "" {
 		return ""
 	}
-	return id + "/" + start
+	// A node is an untrusted peer: what is not a boot identity is none (docs/design.md §9).
+	if b := id + "/" + start; validBoot(b) {
+		return b
+	}
+	return ""
 }
 
 // factBootPrefix keys the journal's fact of each node's boot identity when the run first

@@ -208,8 +208,8 @@ func TestStatusNamesRebootedNodes(t *testing.T) {
 	r := testRun(&memJournal{})
 	r.Inventory, r.Layout = inv, lay
 	r.Config.SSH.Parallel = 4
-	r.dial = procDialer{"node1": {boot: "b1"}, "node2": {boot: "b9"}, "node3": {boot: "b3"}}
-	boots := map[string]string{"node1": "b1/77", "node2": "b2/77", "node4": "b4/77"}
+	r.dial = procDialer{"node1": {boot: bootA}, "node2": {boot: bootC}, "node3": {boot: bootC}}
+	boots := map[string]string{"node1": bootA + "/77", "node2": bootB + "/77", "node4": bootC + "/77"}
 	var got []string
 	for _, n := range nodeStatuses(context.Background(), r, boots) {
 		if n.booted {
@@ -227,16 +227,22 @@ func TestBootIdentity(t *testing.T) {
 	stat := func(start string) []byte {
 		return []byte("1 (tini (x) y) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 " + start + " 1000 10\n")
 	}
-	if a, b := bootIdentity([]byte("b1\n"), stat("500")), bootIdentity([]byte("b1\n"), stat("900")); a == b {
+	if a, b := bootIdentity([]byte(bootA+"\n"), stat("500")), bootIdentity([]byte(bootA+"\n"), stat("900")); a == b {
 		t.Errorf("a container started again keeps its identity %q", a)
 	}
-	if got := bootIdentity([]byte("b1\n"), stat("500")); got != "b1/500" {
-		t.Errorf("bootIdentity = %q, want b1/500", got)
+	if got := bootIdentity([]byte(bootA+"\n"), stat("500")); got != bootA+"/500" {
+		t.Errorf("bootIdentity = %q, want %s/500", got, bootA)
 	}
 	if got := bootIdentity(nil, nil); got != "" {
 		t.Errorf("bootIdentity of nothing = %q, want \"\"", got)
 	}
-	if got := bootIdentity([]byte("b1"), nil); got != "b1/" {
-		t.Errorf("bootIdentity without /proc/1/stat = %q, want b1/", got)
+	if got := bootIdentity([]byte(bootA), nil); got != bootA+"/" {
+		t.Errorf("bootIdentity without /proc/1/stat = %q, want %s/", got, bootA)
+	}
+	// What a node serves in place of its boot id is no identity: nothing of it is journaled.
+	for _, forged := range []string{"b1", strings.Repeat("f", 1<<20), bootA + "\n1 /usr/lib/app/1.0", "\x1b[2J"} {
+		if got := bootIdentity([]byte(forged), stat("500")); got != "" {
+			t.Errorf("bootIdentity of a forged boot id %s = %q, want \"\"", escapeShort(forged), escapeShort(got))
+		}
 	}
 }
