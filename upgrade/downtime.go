@@ -12,14 +12,19 @@ import (
 	"github.com/cutover/cutover/nodes"
 )
 
-// The downtime window of a run: on each node, from the moment its daemons' stop command
-// started to the moment its last start command ended; for the cluster, from the first stop to
-// the last start. The first stop of a node is journaled as a fact (down.<node>), so a resumed
-// run counts from the first execution's stop; the facts of a stage's nodes are journaled
+// The downtime of a run: on each node, the time its daemons were down, from the moment their
+// stop command started to the moment their start command ended; for the cluster, the time
+// some node's daemons were down (the union of the nodes' intervals: for an all-at-once run,
+// from the first stop to the last start). The first stop of a node is journaled as a fact
+// (down.<node>), and so is its first start (up.<node>), so a resumed run counts from the first
+// execution's stop and never counts the time the daemons served between an earlier
+// execution's start and this execution's stop; the facts of a stage's nodes are journaled
 // together as the stage ends (Run.Remember), so a stage stopped by a crash leaves a resumed
-// run to count those nodes from its own stop. The window is journaled when the run ends.
+// run to count those nodes from its own stop or to its own start. The figures are journaled
+// when the run ends.
 const (
 	factDownPrefix = "down."
+	factUpPrefix   = "up."
 	factDowntime   = "downtime"
 )
 
@@ -47,6 +52,7 @@ func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error 
 		if _, err := r.daemonCommand(ctx, c, n.Name, true); err != nil {
 			return err
 		}
+		r.startedAt(n.Name)
 		mu.Lock()
 		started[n.Name] = true
 		mu.Unlock()
@@ -74,11 +80,14 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 		return nil
 	}
 	if !start {
-		r.Remember(factDownPrefix+node, time.Now().UTC().Format(time.RFC3339Nano))
+		r.stoppingAt(node)
 	}
 	res, err := r.daemonCommand(ctx, c, node, start)
 	if err != nil {
 		return err
+	}
+	if start {
+		r.startedAt(node)
 	}
 	if !start {
 		// A stop that ran in the node's command shell ran in the boot the shell knows: no read.
@@ -92,42 +101,134 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 	return r.settleDaemons(ctx, c, node)
 }
 
-// Downtime is the downtime window of a run: the cluster's, from the first stop to the last
-// start, and each node's. Nodes whose daemons were stopped but not started again are left
-// out, and so is a run that stopped nothing.
+// stoppingAt records that this execution stops node's daemons now: the node's first stop is
+// journaled (down.<node>), this execution's last one kept in memory.
+func (r *Run) stoppingAt(node string) {
+	now := time.Now()
+	r.Remember(factDownPrefix+node, now.UTC().Format(time.RFC3339Nano))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down == nil {
+		r.down = map[string]time.Time{}
+	}
+	r.down[node] = now
+}
+
+// startedAt records that node's daemons were started: the node's first start is journaled
+// (up.<node>), so that a later execution knows since when they served.
+func (r *Run) startedAt(node string) {
+	r.Remember(factUpPrefix+node, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// Downtime is the downtime of a run: the cluster's, the time some node's daemons were down
+// (for an all-at-once run, from the first stop to the last start), and each node's, the time
+// its daemons were down. A time the daemons served between two executions of the run counts
+// in neither. Nodes whose daemons were stopped but never started again are left out, and so
+// is a run that stopped nothing.
 type Downtime struct {
 	Cluster time.Duration
 	Nodes   map[string]time.Duration
 }
 
-// downtime computes the run's downtime window so far.
+// Longest is the longest downtime of a single node: what a client of a rolling run, served by
+// the other nodes meanwhile, sees at most.
+func (d Downtime) Longest() time.Duration {
+	var m time.Duration
+	for _, v := range d.Nodes {
+		m = max(m, v)
+	}
+	return m
+}
+
+// interval is one stretch of time a node's daemons were down.
+type interval struct{ from, to time.Time }
+
+// downIntervals returns the stretches node's daemons were down over every execution of the
+// run, from the journaled first stop and first start and this execution's last stop and
+// start; none when they were never started again. Called with r.mu held.
+func (r *Run) downIntervals(node string) []interval {
+	parse := func(key string) (time.Time, bool) {
+		v, ok := r.facts[key]
+		if !ok {
+			return time.Time{}, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		return t, err == nil
+	}
+	first, ok := parse(factDownPrefix + node)
+	if !ok {
+		return nil
+	}
+	served, servedOK := parse(factUpPrefix + node) // the first start, of any execution
+	up, upOK := r.up[node]                         // this execution's last start
+	stop, stopOK := r.down[node]                   // this execution's last stop
+	switch {
+	case !upOK && !servedOK:
+		return nil // stopped, never started again
+	case !upOK:
+		return []interval{{first, served}}
+	case servedOK && served.Before(up) && stopOK && stop.After(served):
+		// Started in an earlier execution (or earlier in this one), served, stopped again in
+		// this one: the time in between is no downtime.
+		return []interval{{first, served}, {stop, up}}
+	case servedOK && served.Before(up) && !stopOK:
+		// Started in an earlier execution and started again in this one without a stop:
+		// the daemons served since the first start.
+		return []interval{{first, served}}
+	}
+	return []interval{{first, up}}
+}
+
+// downtime computes the run's downtime so far.
 func (r *Run) downtime() Downtime {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := Downtime{Nodes: map[string]time.Duration{}}
-	var first, last time.Time
-	for k, v := range r.facts {
+	var all []interval
+	for k := range r.facts {
 		node, ok := strings.CutPrefix(k, factDownPrefix)
 		if !ok {
 			continue
 		}
-		down, err := time.Parse(time.RFC3339Nano, v)
-		up, started := r.up[node]
-		if err != nil || !started {
+		ivs := r.downIntervals(node)
+		if len(ivs) == 0 {
 			continue
 		}
-		d.Nodes[node] = up.Sub(down)
-		if first.IsZero() || down.Before(first) {
-			first = down
+		var sum time.Duration
+		for _, iv := range ivs {
+			if iv.to.After(iv.from) {
+				sum += iv.to.Sub(iv.from)
+				all = append(all, iv)
+			}
 		}
-		if up.After(last) {
-			last = up
-		}
+		d.Nodes[node] = sum
 	}
-	if !first.IsZero() {
-		d.Cluster = last.Sub(first)
-	}
+	d.Cluster = unionLength(all)
 	return d
+}
+
+// unionLength is how long at least one of ivs lasts.
+func unionLength(ivs []interval) time.Duration {
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].from.Before(ivs[j].from) })
+	var total time.Duration
+	var cur interval
+	for i, iv := range ivs {
+		switch {
+		case i == 0:
+			cur = iv
+		case !iv.from.After(cur.to):
+			if iv.to.After(cur.to) {
+				cur.to = iv.to
+			}
+		default:
+			total += cur.to.Sub(cur.from)
+			cur = iv
+		}
+	}
+	if len(ivs) > 0 {
+		total += cur.to.Sub(cur.from)
+	}
+	return total
 }
 
 // String is the window as the journal keeps it: "12.1s (node1 10.2s, node2 11.9s)".

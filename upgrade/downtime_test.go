@@ -95,3 +95,36 @@ func TestStopJournalsEveryNodeInOneWrite(t *testing.T) {
 		t.Errorf("down.node7 = %q (journal %q), want the earlier execution's", v, j.facts["down.node7"])
 	}
 }
+
+// TestDowntimeOfAResumedRun: a resumed run never counts the time the daemons served between
+// an earlier execution's start (journaled as up.<node>) and this execution's stop; a node
+// started by an earlier execution only counts to that start; the cluster's figure is the time
+// some node was down, not the span from the first stop to the last start.
+func TestDowntimeOfAResumedRun(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return t0.Add(d).Format(time.RFC3339Nano) }
+	r := &Run{facts: map[string]string{
+		// node1: down 0-1s in the first execution, served, down again 10-11s in this one.
+		"down.node1": at(0), "up.node1": at(time.Second),
+		// node2: down 0-2s in the first execution; the resumed run did not touch it.
+		"down.node2": at(0), "up.node2": at(2 * time.Second),
+		// node3: down 0.5-1.5s in the first execution; this one started it again, no stop.
+		"down.node3": at(time.Second / 2), "up.node3": at(3 * time.Second / 2),
+	},
+		down: map[string]time.Time{"node1": t0.Add(10 * time.Second)},
+		up:   map[string]time.Time{"node1": t0.Add(11 * time.Second), "node3": t0.Add(12 * time.Second)},
+	}
+	d := r.downtime()
+	want := map[string]time.Duration{"node1": 2 * time.Second, "node2": 2 * time.Second, "node3": time.Second}
+	for n, w := range want {
+		if d.Nodes[n] != w {
+			t.Errorf("%s's downtime = %s, want %s (all: %v)", n, d.Nodes[n], w, d.Nodes)
+		}
+	}
+	if d.Cluster != 3*time.Second {
+		t.Errorf("the cluster's downtime = %s, want 3s: 0-2s and 10-11s, not the 11s from the first stop to the last start", d.Cluster)
+	}
+	if d.Longest() != 2*time.Second {
+		t.Errorf("Longest() = %s, want 2s", d.Longest())
+	}
+}

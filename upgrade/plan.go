@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 )
@@ -53,6 +54,9 @@ type Check struct {
 	OK      bool
 	Warning bool
 	Message string
+	// NotInstalled is true for a refusal because the target version is not installed on the
+	// node: one that staging the version (cutover stage) answers.
+	NotInstalled bool
 }
 
 // PlannedStage is one stage of a planned run.
@@ -162,6 +166,7 @@ func (p *PlanReport) add(c checkResult) {
 	switch {
 	case c.err != nil:
 		ch.Message = strings.TrimPrefix(c.err.Error(), c.node+": ")
+		ch.NotInstalled = layout.IsNotInstalled(c.err)
 	case c.warn != "":
 		ch.Warning, ch.Message = true, c.warn
 	}

@@ -100,6 +100,8 @@ type Run struct {
 	pastPONR bool
 	// up is when each node's daemons last started in this execution.
 	up map[string]time.Time
+	// down is when this execution last stopped each node's daemons.
+	down map[string]time.Time
 	// boots is each node's boot identity when this execution last stopped its daemons.
 	boots map[string]string
 	// daemonsUp is when this execution last started each node's daemons, where the node said

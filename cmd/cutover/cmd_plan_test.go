@@ -333,3 +333,38 @@ func TestPlanDoesNotWaitForTheLock(t *testing.T) {
 		t.Errorf("after plan the lock is not held: %v", err)
 	}
 }
+
+// TestPlanMarksNotInstalled: in the Plan document, a refusal because the target is not
+// installed on a node says so (not_installed), so that a caller that stages the version first
+// (the fleet playbook's pre-cache) can tell it from every other refusal.
+func TestPlanMarksNotInstalled(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	code, out, errOut := lc.cutover("--output", "json", "plan", "--to=1.2.0")
+	if code != exitFailed {
+		t.Fatalf("plan --to=1.2.0: exit %d, want %d\n%s\n%s", code, exitFailed, out, errOut)
+	}
+	var doc struct {
+		Checks []struct {
+			Name         string
+			OK           bool
+			NotInstalled bool `json:"not_installed"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	marked := 0
+	for _, c := range doc.Checks {
+		if c.NotInstalled {
+			marked++
+			if c.OK || c.Name != "verify-installed" {
+				t.Errorf("check %+v is marked not_installed", c)
+			}
+		} else if !c.OK {
+			t.Errorf("the refusal %+v is not marked not_installed: the target's absence is the only refusal here", c)
+		}
+	}
+	if marked == 0 {
+		t.Errorf("no check is marked not_installed:\n%s", out)
+	}
+}

@@ -368,6 +368,9 @@ func TestUpgradeJSONEvents(t *testing.T) {
 	if d, _ := last["downtime_ns"].(float64); d <= 0 {
 		t.Errorf("done event downtime_ns = %v, want the daemons' downtime window", last["downtime_ns"])
 	}
+	if last["outage_ns"] != last["downtime_ns"] || last["direction"] != "upgrade" || last["rolling"] != nil {
+		t.Errorf("done event outage_ns %v, direction %v, rolling %v; want an all-at-once upgrade's outage, its downtime", last["outage_ns"], last["direction"], last["rolling"])
+	}
 	if !sawPONR || !sawNode {
 		t.Errorf("events lack the PONR mark (%v) or node results (%v)", sawPONR, sawNode)
 	}

@@ -66,12 +66,18 @@ type upgradeDoneEvent struct {
 	Run          uint64                   `json:"run"`
 	From         string                   `json:"from"`
 	To           string                   `json:"to"`
+	Direction    string                   `json:"direction,omitempty"`
+	Rolling      bool                     `json:"rolling,omitempty"`
 	DryRun       bool                     `json:"dry_run,omitempty"`
 	Backup       string                   `json:"backup"`
 	Log          string                   `json:"log"`
 	Duration     time.Duration            `json:"duration_ns"`
 	Downtime     time.Duration            `json:"downtime_ns,omitempty"`
 	NodeDowntime map[string]time.Duration `json:"node_downtime_ns,omitempty"`
+	// Outage is the longest time a client of the application could not be served: the
+	// cluster's downtime in an all-at-once run, the longest node's in a rolling run, whose
+	// other nodes serve meanwhile.
+	Outage time.Duration `json:"outage_ns,omitempty"`
 	// RollbackRun is the run that took the cluster back after this one failed past its
 	// point of no return ([policy] on_failure = "rollback").
 	RollbackRun uint64 `json:"rollback_run,omitempty"`
@@ -82,7 +88,11 @@ func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 	e := upgradeDoneEvent{doneHead: o.head(err), DryRun: dryRun, Error: errorText(err)}
 	if res != nil {
 		e.Run, e.From, e.To, e.Backup, e.Log, e.Duration = res.Run, res.From, res.To, res.Backup, res.Log, res.Duration
-		e.Downtime = res.Downtime.Cluster
+		e.Direction, e.Rolling = string(res.Direction), res.Batches != nil
+		e.Downtime, e.Outage = res.Downtime.Cluster, res.Downtime.Cluster
+		if e.Rolling {
+			e.Outage = res.Downtime.Longest()
+		}
 		if len(res.Downtime.Nodes) > 0 {
 			e.NodeDowntime = res.Downtime.Nodes
 		}
@@ -210,6 +220,8 @@ type planCheckDoc struct {
 	OK      bool   `json:"ok"`
 	Warning bool   `json:"warning"`
 	Message string `json:"message"`
+	// NotInstalled marks a refusal because the target is not installed on the node.
+	NotInstalled bool `json:"not_installed,omitempty"`
 }
 
 // planStepDoc is one minor hop of the config's migration; File is "" when no file describes
@@ -239,7 +251,7 @@ func (o *jsonOutput) plan(p *upgrade.PlanReport) error {
 		Nothing: p.Nothing, Proceed: p.Proceed, Refusals: docStrings(p.Refusals),
 	}
 	for _, c := range p.Checks {
-		d.Checks = append(d.Checks, planCheckDoc{Name: c.Name, Node: c.Node, OK: c.OK, Warning: c.Warning, Message: c.Message})
+		d.Checks = append(d.Checks, planCheckDoc{Name: c.Name, Node: c.Node, OK: c.OK, Warning: c.Warning, Message: c.Message, NotInstalled: c.NotInstalled})
 	}
 	for _, m := range p.Migrations {
 		d.Migrations = append(d.Migrations, planStepDoc{From: m.From, To: m.To, File: m.File, Ops: docStrings(m.Ops)})

@@ -51,12 +51,28 @@ func TestRollingCommands(t *testing.T) {
 	}
 	var states []string
 	for _, line := range strings.Split(strings.TrimSpace(run.stdout), "\n") {
-		var e struct{ Type, State, Stage string }
+		var e struct {
+			Type, State, Stage, Direction string
+			Rolling                       bool
+			Downtime                      int64            `json:"downtime_ns"`
+			Outage                        int64            `json:"outage_ns"`
+			NodeDowntime                  map[string]int64 `json:"node_downtime_ns"`
+		}
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("event %q: %v", line, err)
 		}
 		if e.Type == "batch" {
 			states = append(states, e.Stage+":"+e.State)
+		}
+		if e.Type == "done" {
+			// A rolling run's outage is the longest node's downtime: the others serve meanwhile.
+			var longest int64
+			for _, d := range e.NodeDowntime {
+				longest = max(longest, d)
+			}
+			if !e.Rolling || e.Direction != "upgrade" || e.Outage <= 0 || e.Outage != longest {
+				t.Errorf("done event: rolling %v, direction %q, outage_ns %d, node_downtime_ns %v; want rolling, upgrade, the longest node's downtime", e.Rolling, e.Direction, e.Outage, e.NodeDowntime)
+			}
 		}
 	}
 	if want := []string{"batch-1:started", "batch-1:node-ok", "batch-1:done"}; strings.Join(states, " ") != strings.Join(want, " ") {
