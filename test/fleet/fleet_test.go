@@ -48,6 +48,8 @@ type summary struct {
 		RC       *int    `json:"rc"`
 		Run      int     `json:"run"`
 		Downtime float64 `json:"downtime"`
+		Outage   float64 `json:"outage"`
+		Rolling  bool    `json:"rolling"`
 		Message  string  `json:"message"`
 		Task     string  `json:"task"`
 	} `json:"clusters"`
@@ -181,7 +183,7 @@ func TestFleet(t *testing.T) {
 		}
 		f.wantVersions(t, ctx, "1.1.0", "1.1.0", "1.1.0")
 		for _, c := range r.summary.Clusters {
-			if c.State != "upgraded" || c.From != "1.0.0" || c.To != "1.1.0" || c.Downtime <= 0 || c.Run == 0 {
+			if c.State != "upgraded" || c.From != "1.0.0" || c.To != "1.1.0" || c.Downtime <= 0 || c.Outage != c.Downtime || c.Rolling || c.Run == 0 {
 				t.Errorf("summary of %s = %+v, want upgraded 1.0.0 -> 1.1.0 with its downtime and run", c.Cluster, c)
 			}
 		}
@@ -209,8 +211,17 @@ func TestFleet(t *testing.T) {
 			t.Fatalf("ansible-playbook exited %d\n%s", r.exit, r.output)
 		}
 		f.wantVersions(t, ctx, "1.0.0", "1.0.0", "1.0.0")
-		if got := r.summary.Counts["upgraded"]; got != 3 {
-			t.Errorf("summary counts = %v, want 3 switched", r.summary.Counts)
+		// A downgrade is called one: the summary's state and line, the module's message.
+		if got := r.summary.Counts["downgraded"]; got != 3 {
+			t.Errorf("summary counts = %v, want 3 downgraded", r.summary.Counts)
+		}
+		if text := summaryText(r.output); !strings.Contains(text, "downgraded") || strings.Contains(text, "upgraded") {
+			t.Errorf("summary of a downgrade:\n%s\nwant every cluster downgraded, none upgraded", text)
+		}
+		for _, c := range r.summary.Clusters {
+			if c.State != "downgraded" || !strings.Contains(c.Message, "downgraded 1.1.0 -> 1.0.0 in run") {
+				t.Errorf("summary of %s = %+v, want downgraded, and the module's message saying so", c.Cluster, c)
+			}
 		}
 	})
 
@@ -230,6 +241,17 @@ func TestFleet(t *testing.T) {
 		for _, c := range r.summary.Clusters {
 			if c.Cluster == "c1" && (c.RC == nil || *c.RC != 1) {
 				t.Errorf("c1's summary = %+v, want cutover's exit code 1 (rolled back)", c)
+			}
+		}
+		// The failed task's output is a few lines: cutover's message and bounded fields,
+		// neither the plan nor the run's events.
+		for _, line := range strings.Split(r.output, "\n") {
+			if !strings.Contains(line, "fatal: [c1]") {
+				continue
+			}
+			if len(line) > 6000 || strings.Contains(line, `"checks"`) || strings.Contains(line, `"stages"`) {
+				t.Errorf("the failed task's output is %d bytes (plan or events in it: %v), want a short one:\n%.2000s",
+					len(line), strings.Contains(line, `"checks"`), line)
 			}
 		}
 		f.wantVersions(t, ctx, "1.0.0", "1.0.0", "1.0.0")
@@ -335,6 +357,45 @@ func TestFleet(t *testing.T) {
 		for _, host := range f.order {
 			if r.recap[host]["changed"] != 0 || r.recap[host]["failed"] != 0 {
 				t.Errorf("recap of %s = %v, want changed=0 failed=0", host, r.recap[host])
+			}
+		}
+		f.wantVersions(t, ctx, "1.1.0", "1.1.0", "1.1.0")
+	})
+
+	t.Run("check mode counts on the pre-cache, which then stages", func(t *testing.T) {
+		// c1's nodes lack 1.2.0. Check mode stages nothing, but the pre-cache would stage
+		// 1.2.0 before the canary's upgrade: the canary is no refusal, and every cluster's
+		// check is shown.
+		release, _ := f.releases(t, ctx, "1.2.0")
+		c1 := f.clusters["c1"]
+		for _, n := range c1.Nodes {
+			mustShell(t, ctx, c1, n.Name, "rm -rf /usr/lib/demoapp/1.2.0 /usr/share/demoapp/1.2.0 /var/cache/cutover")
+		}
+		r := f.playbook(t, "--check", "-e", "cutover_version=1.2.0", "-e", "cutover_release="+release)
+		if r.exit != 0 {
+			t.Fatalf("ansible-playbook --check exited %d with a canary the pre-cache would stage on\n%s", r.exit, r.output)
+		}
+		if got := r.summary.states(); got["c1"] != "would-upgrade" || got["c2"] != "would-upgrade" || got["c3"] != "would-upgrade" {
+			t.Errorf("check mode summary = %v, want every cluster would-upgrade\n%s", got, r.output)
+		}
+		for _, n := range c1.Nodes {
+			if _, err := c1.ReadFile(ctx, n.Name, "/usr/share/demoapp/1.2.0/VERSION"); err == nil {
+				t.Errorf("c1 %s holds 1.2.0 after a check run", n.Name)
+			}
+		}
+
+		// The pre-cache alone: c1 has 1.2.0 staged, c2 and c3 hold it already; none is
+		// untouched.
+		r = f.playbook(t, "--tags", "precache", "-e", "cutover_version=1.2.0", "-e", "cutover_release="+release)
+		if r.exit != 0 {
+			t.Fatalf("ansible-playbook --tags precache exited %d\n%s", r.exit, r.output)
+		}
+		if got := r.summary.states(); got["c1"] != "staged" || got["c2"] != "staged" || got["c3"] != "staged" {
+			t.Errorf("pre-cache summary = %v, want every cluster staged\n%s", got, r.output)
+		}
+		for _, n := range c1.Nodes {
+			if data, err := c1.ReadFile(ctx, n.Name, "/usr/share/demoapp/1.2.0/VERSION"); err != nil || string(data) != "1.2.0\n" {
+				t.Errorf("c1 %s: 1.2.0's VERSION is %q (%v) after the pre-cache", n.Name, data, err)
 			}
 		}
 		f.wantVersions(t, ctx, "1.1.0", "1.1.0", "1.1.0")

@@ -10,9 +10,12 @@ name: fleet_summary
 type: aggregate
 short_description: Summarise a fleet upgrade, cluster by cluster
 description:
-  - At the end of a playbook run, prints one line per cluster (inventory host) of the fleet, upgraded,
-    already at the target, failed (with cutover's exit code and message), unreachable
-    or untouched, with the versions and how long the cluster's daemons were down.
+  - At the end of a playbook run, prints one line per cluster (inventory host) of the fleet, as
+    upgraded or downgraded (with the versions, the run and C(down), the longest time the
+    application's clients could not be served, the longest node's downtime for a rolling run),
+    staged (a pre-cache alone), already at the target, failed (with cutover's exit code and
+    message), unreachable or untouched; in check mode would-upgrade, would-downgrade or
+    would-stage.
   - It is printed even when the fleet stopped (a canary failed, a wave failed beyond
     C(max_fail_percentage)), when Ansible runs no further play.
   - The same summary can be written as JSON to a file.
@@ -39,6 +42,11 @@ import json
 
 from ansible import context
 from ansible.plugins.callback import CallbackBase
+
+# STATES are a cluster's states in the summary, in the order it counts them; docs/fleet.md's
+# table of states must list the same (cmd/cutover's docs tests check it).
+STATES = ["upgraded", "downgraded", "would-upgrade", "would-downgrade", "staged", "would-stage",
+          "at-target", "failed", "unreachable", "untouched"]
 
 UPGRADE = "cutover_upgrade"
 STAGE = "cutover_stage"
@@ -67,7 +75,8 @@ class CallbackModule(CallbackBase):
         if host not in self.clusters:
             self.clusters[host] = dict(cluster=host, state="untouched", changed=False, rc=None,
                                        exit_meaning="", message="", task="", run=0, downtime=0.0,
-                                       node_downtime={}, backup="", staged=False)
+                                       outage=0.0, rolling=False, direction="",
+                                       node_downtime={}, backup="", staged=False, stage_message="")
             self.clusters[host]["from"] = ""
             self.clusters[host]["to"] = ""
         return self.clusters[host]
@@ -88,6 +97,11 @@ class CallbackModule(CallbackBase):
         name = action_name(result._task)
         if name == STAGE:
             e["staged"] = True
+            e["stage_message"] = r.get("msg", "")
+            if e["state"] == "untouched":
+                e["to"] = r.get("version", "")
+                check = self.check_mode or result._task.check_mode is True
+                e["state"] = "would-stage" if check and r.get("changed") else "staged"
             return
         if name != UPGRADE:
             return
@@ -98,13 +112,20 @@ class CallbackModule(CallbackBase):
         e["from"], e["to"] = r.get("from", ""), r.get("to", "")
         e["run"] = r.get("run", 0)
         e["downtime"] = r.get("downtime", 0.0)
+        e["outage"] = r.get("outage", 0.0)
+        e["rolling"] = bool(r.get("rolling"))
+        e["direction"] = r.get("direction", "")
         e["node_downtime"] = dict((k, round(v / 1e9, 3)) for k, v in (r.get("node_downtime_ns") or {}).items())
         e["backup"] = r.get("backup", "")
         e["changed"] = bool(r.get("changed"))
-        if self.check_mode or result._task.check_mode is True:
-            e["state"] = "would-upgrade" if e["changed"] else "at-target"
+        e["would_stage"] = r.get("would_stage") or []
+        switched = "downgrade" if e["direction"] == "downgrade" else "upgrade"
+        if not e["changed"]:
+            e["state"] = "at-target"
+        elif self.check_mode or result._task.check_mode is True:
+            e["state"] = "would-" + switched
         else:
-            e["state"] = "upgraded" if e["changed"] else "at-target"
+            e["state"] = switched + "d"
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if ignore_errors:
@@ -121,6 +142,8 @@ class CallbackModule(CallbackBase):
             e["run"] = r.get("run", 0)
             e["rollback_run"] = r.get("rollback_run", 0)
             e["downtime"] = r.get("downtime", 0.0)
+            e["outage"] = r.get("outage", 0.0)
+            e["direction"] = r.get("direction", "")
             e["failures"] = r.get("failures", [])
             e["refusals"] = r.get("refusals", [])
 
@@ -136,16 +159,20 @@ class CallbackModule(CallbackBase):
         for c in clusters:
             counts[c["state"]] = counts.get(c["state"], 0) + 1
         self._display.banner("CUTOVER FLEET SUMMARY")
-        order = ["upgraded", "would-upgrade", "at-target", "failed", "unreachable", "untouched"]
+        order = STATES
         self._display.display(", ".join("%s %d" % (s, counts[s]) for s in order if s in counts) or "no clusters")
         width = max([len(c["cluster"]) for c in clusters] + [7])
         for c in clusters:
             versions = ""
-            if c["from"] or c["to"]:
+            if c["state"] in ("staged", "would-stage"):
+                versions = c["to"]
+            elif c["from"] or c["to"]:
                 versions = "%s -> %s" % (c["from"] or "?", c["to"] or "?")
             line = "%-*s  %-13s  %-17s" % (width, c["cluster"], c["state"], versions)
-            if c["state"] == "upgraded":
-                line += "  down %.1fs  run %d" % (c["downtime"], c["run"])
+            if c["state"] in ("upgraded", "downgraded"):
+                line += "  down %.1fs%s  run %d" % (c["outage"], " (longest node, rolling)" if c["rolling"] else "", c["run"])
+            elif c["state"] in ("staged", "would-stage"):
+                line += "  %s" % c["stage_message"]
             elif c["state"] in ("failed", "unreachable"):
                 detail = c["message"]
                 if c["rc"] is not None and c["exit_meaning"]:

@@ -34,9 +34,59 @@ COMMON_ARGS = dict(
 )
 
 
-def exit_meaning(rc):
-    """Return what cutover's exit code rc means."""
+# A refusal because a run to another version is pending exits 1, but the cluster is not "as
+# before" that pending run: it is in its middle (its queue may be drained, its nodes mixed).
+PENDING_MEANING = ("refused, nothing changed by this run: run %d (%s -> %s) is pending and holds the "
+                   "cluster in its middle (its queue may be drained): resume it with to=%s, or abort it")
+
+# How much of cutover's text a failed task carries: its message in msg, the rest in bounded
+# fields, so that Ansible's output of a failure stays a few lines long.
+MSG_LIMIT = 600
+DETAIL_LIMIT = 2000
+LIST_LIMIT = 20
+
+
+def exit_meaning(rc, pending=None):
+    """Return what cutover's exit code rc means; pending is the run pending to another version
+    (from cutover status or plan) that refused this one, if any."""
+    if rc == 1 and pending:
+        return PENDING_MEANING % (pending.get("run", 0), pending.get("from", "?"), pending.get("to", "?"), pending.get("to", "?"))
     return EXIT_MEANINGS.get(rc, "unexpected exit code %d" % rc)
+
+
+def bounded(text, limit=DETAIL_LIMIT):
+    """Return text cut to limit characters, keeping its end (where errors are), and saying so."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return "[%d characters left out] ...%s" % (len(text) - limit, text[-limit:])
+
+
+def short(text, limit=MSG_LIMIT):
+    """Return text cut to limit characters, keeping its start (the message's subject)."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + "... (%d more characters)" % (len(text) - limit)
+
+
+def bounded_list(items, limit=LIST_LIMIT, each=MSG_LIMIT):
+    """Return at most limit items of a list of strings, each cut to each characters."""
+    out = [short(i, each) for i in (items or [])[:limit]]
+    if len(items or []) > limit:
+        out.append("... and %d more" % (len(items) - limit))
+    return out
+
+
+def bounded_failures(failures, limit=LIST_LIMIT):
+    """Return at most limit per-node failures, their errors and stderr tails bounded."""
+    out = []
+    for f in (failures or [])[:limit]:
+        f = dict(f)
+        f["error"] = short(f.get("error", ""))
+        f["stderr_tail"] = bounded(f.get("stderr_tail", ""), MSG_LIMIT)
+        out.append(f)
+    return out
 
 
 class Cutover(object):
@@ -92,8 +142,8 @@ class Cutover(object):
     def fail_output(self, argv, rc, out, err, why):
         """Fail the module because cutover's output could not be read."""
         self.module.fail_json(
-            msg="%s: %s (exit code %d: %s)" % (" ".join(argv), why, rc, last_line(err) or last_line(out)),
-            rc=rc, exit_meaning=exit_meaning(rc), cmd=argv, stdout=out, stderr=err)
+            msg=short("%s: %s (exit code %d: %s)" % (" ".join(argv), why, rc, last_line(err) or last_line(out))),
+            rc=rc, exit_meaning=exit_meaning(rc), cmd=argv, stdout=bounded(out), stderr=bounded(err))
 
 
 def last_line(text):

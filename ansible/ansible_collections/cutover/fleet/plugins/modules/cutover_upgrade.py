@@ -19,12 +19,19 @@ description:
   - With C(resume) or C(abort), it continues or undoes an interrupted run; with none pending it
     changes nothing.
   - In check mode it runs C(cutover plan --to) only and fails listing every refusal, so a
-    check run of a fleet shows each cluster that would refuse and why.
+    check run of a fleet shows each cluster that would refuse and why. With C(precached), a
+    refusal because C(to) is not installed on a node is not one, as the caller stages the version
+    before the run (the collection's playbook does, in its pre-cache), so the task lists those
+    nodes in C(would_stage) and fails only for the other refusals.
   - On failure the module fails with cutover's own message, its exit code in C(rc) and what
-    that code means in C(exit_meaning) (1 the cluster is as before, 2 bad input, 3 a run is
+    that code means in C(exit_meaning) (1 the cluster is as before, or, when a run to another
+    version is pending, untouched by this run but in the middle of that one, 2 bad input, 3 a run is
     left pending (resume it), 4 another run holds the lock, 5 the host is not the master, 6 the
     run failed past its point of no return and the cluster's C([policy] on_failure = "rollback")
     took it back to the version it ran before, in the run C(rollback_run)).
+  - A failed task keeps C(msg) to cutover's message (at most 600 characters) and bounds every
+    other field (C(refusals), C(failures), C(stderr)); it carries neither the plan nor the
+    run's events, so that Ansible's output of a failure stays short.
 version_added: 1.0.0
 author:
   - cutover's authors
@@ -43,6 +50,14 @@ options:
   abort:
     description:
       - Undo an interrupted run that is before its point of no return (C(cutover upgrade --abort)).
+    type: bool
+    default: false
+  precached:
+    description:
+      - The caller stages C(to) on every node before the run (the collection's playbook does, in
+        its pre-cache). In check mode a refusal because C(to) is not installed on a node then
+        does not fail the task; the node is listed in C(would_stage). Outside check mode it
+        changes nothing.
     type: bool
     default: false
   force:
@@ -135,8 +150,33 @@ to:
   returned: always
   type: str
   sample: 3.1.0
+direction:
+  description: Which way the run switched the cluster, C(upgrade) or C(downgrade) (C(plan)'s direction in check mode).
+  returned: always
+  type: str
+  sample: upgrade
+rolling:
+  description: Whether the run was a rolling one (the cluster's C(cutover.toml) decides).
+  returned: always
+  type: bool
+outage_ns:
+  description: >-
+    The longest time the application's clients could not be served, in nanoseconds: C(downtime_ns)
+    for an all-at-once run, the longest node's downtime for a rolling run (its other nodes serve
+    meanwhile).
+  returned: always
+  type: int
+  sample: 4120000000
+outage:
+  description: C(outage_ns) in seconds; the summary's C(down).
+  returned: always
+  type: float
+  sample: 4.12
 downtime_ns:
-  description: How long the application's daemons were stopped, in nanoseconds (0 when they never were).
+  description: >-
+    How long some node's daemons were stopped, in nanoseconds (0 when they never were): for an
+    all-at-once run from the first stop to the last start; never the time they served between
+    two executions of a resumed run.
   returned: always
   type: int
   sample: 4120000000
@@ -184,12 +224,17 @@ done:
   returned: when a run was made
   type: dict
 plan:
-  description: The C(Plan) document of C(cutover plan --to) (with C(to)).
-  returned: with C(to)
+  description: The C(Plan) document of C(cutover plan --to) (with C(to)); not in a failed task.
+  returned: with C(to), when the task did not fail
   type: dict
 refusals:
-  description: Every check that refuses the run, from the plan.
+  description: Every check that refuses the run, from the plan (at most 20 in a failed task, each at most 600 characters).
   returned: with C(to)
+  type: list
+  elements: str
+would_stage:
+  description: In check mode with C(precached), the refusals because C(to) is not installed on a node, which the pre-cache answers.
+  returned: in check mode with C(to)
   type: list
   elements: str
 pending:
@@ -198,15 +243,21 @@ pending:
   type: dict
 """
 
+import json
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.cutover.fleet.plugins.module_utils.cutover import (
     COMMON_ARGS,
     Cutover,
+    bounded,
+    bounded_failures,
+    bounded_list,
     error_message,
     exit_meaning,
     node_failures,
     seconds,
+    short,
     stage_results,
 )
 
@@ -215,12 +266,17 @@ def result_from_done(done, events):
     """Return the module's result fields from a run's done event and its events."""
     done = done or {}
     downtime = done.get("downtime_ns") or 0
+    outage = done.get("outage_ns") or 0
     result = dict(
         run=done.get("run") or 0,
         rollback_run=done.get("rollback_run") or 0,
         duration_ns=done.get("duration_ns") or 0,
+        direction=done.get("direction") or "",
+        rolling=bool(done.get("rolling")),
         downtime_ns=downtime,
         downtime=seconds(downtime),
+        outage_ns=outage,
+        outage=seconds(outage),
         backup=done.get("backup") or "",
         log=done.get("log") or "",
         failures=node_failures(events),
@@ -234,15 +290,45 @@ def result_from_done(done, events):
     return result
 
 
-def empty_result(version_from="", version_to=""):
+def empty_result(version_from="", version_to="", direction=""):
     """Return the result of a module that made no run."""
-    result = dict(run=0, rollback_run=0, duration_ns=0, downtime_ns=0, downtime=0.0, backup="", log="", failures=[])
+    result = dict(run=0, rollback_run=0, duration_ns=0, direction=direction, rolling=False, downtime_ns=0,
+                  downtime=0.0, outage_ns=0, outage=0.0, backup="", log="", failures=[])
     result["from"] = version_from
     result["to"] = version_to
     return result
 
 
-def run_upgrade(module, cutover, args, plan=None):
+def fail(module, msg, result):
+    """Fail the module with cutover's message, keeping Ansible's output of it short: no plan, no
+    events, every list and text bounded."""
+    result = dict(result)
+    for key in ("plan", "done", "stages"):
+        result.pop(key, None)
+    if "refusals" in result:
+        result["refusals"] = bounded_list(result["refusals"])
+    if "would_stage" in result:
+        result["would_stage"] = bounded_list(result["would_stage"])
+    result["failures"] = bounded_failures(result.get("failures"))
+    if "stderr" in result:
+        result["stderr"] = bounded(result["stderr"])
+    module.fail_json(msg=short(msg), **result)
+
+
+def pending_elsewhere(cutover, to):
+    """Return the run pending to a version other than to, from cutover status, or None."""
+    argv, rc, out, err = cutover._run(["status"])
+    try:
+        status = json.loads(out)
+    except ValueError:
+        return None
+    pending = status.get("pending") if isinstance(status, dict) else None
+    if isinstance(pending, dict) and pending.get("to") != to:
+        return pending
+    return None
+
+
+def run_upgrade(module, cutover, args, plan=None, to=None):
     """Run cutover upgrade with args and exit the module with its outcome."""
     rc, events, done, err = cutover.events(["upgrade"] + args)
     result = result_from_done(done, events)
@@ -250,9 +336,11 @@ def run_upgrade(module, cutover, args, plan=None):
     if plan is not None:
         result.update(plan=plan, refusals=plan.get("refusals") or [])
     if done is None:
-        module.fail_json(msg="cutover printed no done event: %s" % error_message(None, err, rc), stderr=err, **result)
+        fail(module, "cutover printed no done event: %s" % error_message(None, err, rc), dict(result, stderr=err))
     if rc != 0:
-        module.fail_json(msg=error_message(done, err, rc), stderr=err, **result)
+        if rc == 1 and to and plan is not None and any(c.get("name") == "pending" and not c.get("ok") for c in plan.get("checks") or []):
+            result["exit_meaning"] = exit_meaning(rc, pending_elsewhere(cutover, to))
+        fail(module, error_message(done, err, rc), dict(result, stderr=err))
     # A resume or an abort with nothing pending makes no run (run 0).
     changed = result["run"] != 0
     if not changed:
@@ -260,7 +348,8 @@ def run_upgrade(module, cutover, args, plan=None):
     elif args[0] == "--abort":
         result["msg"] = "run %d undone: the cluster is at %s" % (result["run"], result["from"])
     else:
-        result["msg"] = "switched %s -> %s in run %d" % (result["from"], result["to"], result["run"])
+        verb = "downgraded" if result["direction"] == "downgrade" else "switched"
+        result["msg"] = "%s %s -> %s in run %d" % (verb, result["from"], result["to"], result["run"])
     module.exit_json(changed=changed, **result)
 
 
@@ -270,19 +359,36 @@ def upgrade_to(module, cutover):
     plan_args = ["plan", "--to=" + to] + ["--force=" + f for f in module.params["force"]]
     rc, plan, err = cutover.document(plan_args, "Plan")
     refusals = plan.get("refusals") or []
+    direction = plan.get("direction") or ""
     if plan.get("nothing") and not refusals:
-        result = empty_result(plan.get("from") or to, to)
+        result = empty_result(plan.get("from") or to, to, direction)
         module.exit_json(changed=False, rc=0, exit_meaning=exit_meaning(0), plan=plan, refusals=[],
                          msg="the cluster already runs %s" % to, **result)
     if module.check_mode:
-        result = empty_result(plan.get("from") or "", to)
-        result.update(rc=rc, exit_meaning=exit_meaning(rc), plan=plan, refusals=refusals)
-        if rc != 0 or not plan.get("proceed"):
-            msg = "; ".join(refusals) or error_message(None, err, rc)
-            module.fail_json(msg="cutover would refuse %s -> %s: %s" % (result["from"], to, msg), **result)
-        module.exit_json(changed=True, msg="would switch %s -> %s" % (result["from"], to), **result)
+        result = empty_result(plan.get("from") or "", to, direction)
+        # A node that lacks the version is no refusal when the caller stages it first.
+        would_stage, others = [], []
+        for c in plan.get("checks") or []:
+            if c.get("ok"):
+                continue
+            text = "%s: %s" % (c["node"], c.get("message", "")) if c.get("node") else c.get("message", "")
+            if module.params["precached"] and c.get("not_installed"):
+                would_stage.append(text)
+            else:
+                others.append(text)
+        result.update(rc=rc, exit_meaning=exit_meaning(rc), plan=plan, refusals=others, would_stage=would_stage)
+        refused = bool(others) or rc not in (0, 1) or (not would_stage and (rc != 0 or not plan.get("proceed")))
+        if refused:
+            msg = "; ".join(others) or error_message(None, err, rc)
+            fail(module, "cutover would refuse %s -> %s: %s" % (result["from"], to, msg), result)
+        result.update(rc=0, exit_meaning=exit_meaning(0))
+        verb = "would downgrade" if direction == "downgrade" else "would switch"
+        msg = "%s %s -> %s" % (verb, result["from"], to)
+        if would_stage:
+            msg += " once the pre-cache has staged %s (not installed now: %s)" % (to, "; ".join(would_stage))
+        module.exit_json(changed=True, msg=short(msg), **result)
     args = ["--to=" + to, "--yes"] + ["--force=" + f for f in module.params["force"]]
-    run_upgrade(module, cutover, args, plan=plan)
+    run_upgrade(module, cutover, args, plan=plan, to=to)
 
 
 def resume_or_abort(module, cutover, flag):
@@ -295,7 +401,7 @@ def resume_or_abort(module, cutover, flag):
         if not pending:
             module.exit_json(changed=False, msg="no run is pending: nothing to do", **result)
         if flag == "--abort" and pending.get("past_ponr"):
-            module.fail_json(msg="run %d is past its point of no return: it cannot be aborted; resume it" % pending.get("run", 0), **result)
+            fail(module, "run %d is past its point of no return: it cannot be aborted; resume it" % pending.get("run", 0), result)
         module.exit_json(changed=True, msg="would %s run %d" % (flag[2:], pending.get("run", 0)), **result)
     run_upgrade(module, cutover, [flag])
 
@@ -306,6 +412,7 @@ def main():
         resume=dict(type="bool", default=False),
         abort=dict(type="bool", default=False),
         force=dict(type="list", elements="str", default=[]),
+        precached=dict(type="bool", default=False),
     )
     argument_spec.update(COMMON_ARGS)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
