@@ -59,6 +59,10 @@ type pruneJob struct {
 	guard  pruneGuard
 	mu     sync.Mutex
 	remove map[string][]string
+	// kept is, per version kept on some node, why (the first node's reason), and installed
+	// every version some node has.
+	kept      map[string]string
+	installed map[string]bool
 }
 
 // Prune removes, on every online node, the installed versions that no run needs: not the
@@ -90,7 +94,7 @@ func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneRe
 	err = execute(ctx, r, recipe{
 		kind: KindPrune, stages: PruneStages(job), dryRun: opts.DryRun, confirm: opts.Confirm, details: job.details,
 		facts: map[string]string{"keep": fmt.Sprint(opts.Keep), "guard": job.guard.String(opts.Versions)},
-		what:  fmt.Sprintf("prune %s (keeping the %d newest)", cfg.App, opts.Keep),
+		what:  pruneWhat(cfg.App, opts),
 		where: fmt.Sprintf("on %s (master %s)", plural(len(r.Online), "node"), r.Inventory.Master),
 	})
 	res.Run, res.Log = r.ID, r.log.Path()
@@ -99,6 +103,15 @@ func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneRe
 		err = fmt.Errorf("%w; run 'cutover prune' again to finish", err)
 	}
 	return res, err
+}
+
+// pruneWhat is the run's title: what is removed, what kept.
+func pruneWhat(app string, opts PruneOptions) string {
+	if len(opts.Versions) > 0 {
+		return fmt.Sprintf("prune %s (removing %s as named; of the others, keeping the live, previous and newer versions and the %d newest)",
+			app, strings.Join(opts.Versions, ", "), opts.Keep)
+	}
+	return fmt.Sprintf("prune %s (keeping the live, previous and newer versions and the %d newest)", app, opts.Keep)
 }
 
 // details says, a line per node, what the check found to remove.
@@ -190,15 +203,32 @@ func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []strin
 	return g, nil
 }
 
+// Why prune keeps an installed version, as the check's line says it.
+const (
+	keptLive     = "the live version"
+	keptPending  = "a pending run needs it"
+	keptPrevious = "the previous version (the way back)"
+	keptNewer    = "newer than the live version (name it with --version to remove it)"
+	keptNewest   = "among the --keep newest"
+	keptOwn      = "the version a node behind the cluster runs"
+)
+
 // prunable returns the installed version directories (sorted oldest first) that no run
 // needs, as g judges them for the cluster.
 func prunable(installed []string, g pruneGuard, keep int) []string {
+	out, _ := pruneVerdict(installed, g, keep)
+	return out
+}
+
+// pruneVerdict returns what prunable returns, and why each other installed version is kept.
+func pruneVerdict(installed []string, g pruneGuard, keep int) (out []string, kept map[string]string) {
 	versions := parseDirs(append(append([]string{g.live}, g.pending...), installed...))
 	sorted := slices.Clone(installed)
 	sort.SliceStable(sorted, func(i, j int) bool { return versions.less(sorted[i], sorted[j]) })
-	protect := map[string]bool{}
-	for _, v := range append([]string{g.live}, g.pending...) {
-		protect[v] = true
+	protect := map[string]string{}
+	protect[g.live] = keptLive
+	for _, v := range g.pending {
+		protect[v] = keptPending
 	}
 	// The previous version is the way back: the newest installed version of the minor before
 	// the live one, which the default path policy (downgrade = "previous-minor") allows, or
@@ -213,10 +243,12 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 		}
 	}
 	if prevMinor != "" {
-		protect[prevMinor] = true
+		protect[prevMinor] = keptPrevious
 	} else {
 		for _, v := range g.previous {
-			protect[v] = true
+			if protect[v] == "" {
+				protect[v] = keptPrevious
+			}
 		}
 	}
 	// The version newer ones are judged against: the live one, or while a pending run
@@ -231,25 +263,28 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 		// No switch in the journal: the previous version is the newest below the live one.
 		for i := len(sorted) - 1; i >= 0; i-- {
 			if versions.less(sorted[i], g.live) {
-				protect[sorted[i]] = true
+				protect[sorted[i]] = keptPrevious
 				break
 			}
 		}
 	}
-	var out []string
+	kept = map[string]string{}
 	for i, v := range sorted {
 		switch {
-		case protect[v]:
+		case protect[v] != "":
+			kept[v] = protect[v]
 		case g.named[v]:
 			out = append(out, v)
 		case ref == "" || versions.less(ref, v):
 			// Newer than the live version: only when named.
+			kept[v] = keptNewer
 		case i >= len(sorted)-keep:
+			kept[v] = keptNewest
 		default:
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, kept
 }
 
 // dirVersions are version directory names parsed, each once; a name that does not parse is

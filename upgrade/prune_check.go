@@ -29,13 +29,30 @@ func (s pruneCheck) Run(ctx context.Context, r *Run) error {
 		// A node that lags behind keeps what it runs: removing it would break the node
 		// before a sync brings it to the cluster's version.
 		own, err := r.Layout.Live(ctx, c)
-		if err == nil && own != j.guard.live {
+		lagging := err == nil && own != j.guard.live && slices.Contains(installed, own)
+		if lagging {
 			installed = slices.DeleteFunc(installed, func(v string) bool { return v == own })
 		}
-		if remove := prunable(installed, j.guard, j.keep); len(remove) > 0 {
-			j.mu.Lock()
+		remove, kept := pruneVerdict(installed, j.guard, j.keep)
+		if lagging {
+			kept[own] = keptOwn + " (" + n.Name + ")"
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if len(remove) > 0 {
 			j.remove[n.Name] = remove
-			j.mu.Unlock()
+		}
+		if j.kept == nil {
+			j.kept, j.installed = map[string]string{}, map[string]bool{}
+		}
+		for v, why := range kept {
+			j.installed[v] = true
+			if j.kept[v] == "" || why == keptOwn+" ("+n.Name+")" && j.kept[v] != keptLive {
+				j.kept[v] = why
+			}
+		}
+		for _, v := range remove {
+			j.installed[v] = true
 		}
 		return nil
 	})
@@ -47,8 +64,8 @@ func (s pruneCheck) Run(ctx context.Context, r *Run) error {
 		lines = append(lines, node+": "+strings.Join(list, ", "))
 	}
 	sort.Strings(lines)
-	// A version named for removal that no node removes is kept on purpose (the way back) or
-	// not installed: the operator hears which, instead of a silent "nothing to remove".
+	// A version named for removal that no node removes: the operator hears exactly why
+	// (the way back, not installed, ...), instead of a silent "nothing to remove".
 	var named []string
 	for v := range j.guard.named {
 		named = append(named, v)
@@ -59,9 +76,27 @@ func (s pruneCheck) Run(ctx context.Context, r *Run) error {
 		for _, list := range j.remove {
 			removed = removed || slices.Contains(list, v)
 		}
-		if !removed {
-			lines = append(lines, v+" kept: the previous version (the way back) or not installed")
+		switch {
+		case removed:
+		case !j.installed[v]:
+			lines = append(lines, v+" kept: not installed on any node")
+		default:
+			lines = append(lines, v+" kept: "+j.kept[v]+", which prune never removes")
 		}
+	}
+	// The rules, as they held: why every other installed version stays.
+	var kept []string
+	for v, why := range j.kept {
+		if !j.guard.named[v] {
+			kept = append(kept, v+" "+why)
+		}
+	}
+	sort.Strings(kept)
+	if len(kept) > 0 {
+		lines = append(lines, "kept: "+strings.Join(kept, "; "))
+	}
+	if len(j.remove) == 0 {
+		lines = append([]string{"nothing to remove"}, lines...)
 	}
 	if len(lines) == 0 {
 		r.Note("nothing to remove")
