@@ -112,6 +112,7 @@ type Server struct {
 	sftp         string // the sftp subsystem's command
 	home         string // the login's HOME when not its own; "" otherwise
 	ownProcesses bool   // in a PID namespace of its own (WithOwnProcesses)
+	forced       string // the file of the script every session runs (WithForcedCommand); "" for none
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -128,6 +129,7 @@ type options struct {
 	sftp          string // the sftp subsystem's command; "" for internal-sftp
 	workDirs      bool
 	ownProcesses  bool
+	forced        string // a script every session runs instead of its command; "" for none
 }
 
 // WithExtraHostKeys gives every server ECDSA and RSA host keys besides the
@@ -157,6 +159,16 @@ func WithWorkDirs() Option { return func(o *options) { o.workDirs = true } }
 // check that reads every process of its node then costs what it would on a real node, not a
 // share of the whole test host. The namespace's process ids are not the host's.
 func WithOwnProcesses() Option { return func(o *options) { o.ownProcesses = true } }
+
+// WithForcedCommand makes every server run script, a POSIX sh script, for every session
+// instead of what the client asked for (sshd's ForceCommand), so that a server plays a node
+// that sends what it likes, a hostile one. The script finds what the client asked for in
+// $SSH_ORIGINAL_COMMAND, and may run it as the node would (exec /bin/sh -c
+// "$SSH_ORIGINAL_COMMAND"), run something else, or print something first. An SFTP session runs
+// it too, with $SSH_ORIGINAL_COMMAND the subsystem's command ("internal-sftp", which only sshd
+// itself can run): the server's SFTP fails unless the script runs an SFTP server of its own
+// then. With WithWorkDirs the script starts in the server's directory.
+func WithForcedCommand(script string) Option { return func(o *options) { o.forced = script } }
 
 // WithoutSFTP makes servers without an SFTP subsystem, as some hardened
 // sshd configurations are.
@@ -452,6 +464,12 @@ func newServer(dir, name, login, authorized string, o options) (*Server, error) 
 	if o.sftp != "" {
 		s.sftp = o.sftp
 	}
+	if o.forced != "" {
+		s.forced = filepath.Join(sdir, "forced-command")
+		if err := os.WriteFile(s.forced, []byte(o.forced), 0o755); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -510,8 +528,15 @@ func (s *Server) writeConfig() error {
 	if s.sftp != "none" {
 		lines = append(lines, "Subsystem sftp "+s.sftp)
 	}
-	if s.WorkDir != "" {
-		lines = append(lines, `ForceCommand cd `+s.WorkDir+` && exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"`)
+	run := `exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"`
+	if s.forced != "" {
+		run = "exec /bin/sh " + s.forced
+	}
+	switch {
+	case s.WorkDir != "":
+		lines = append(lines, `ForceCommand cd `+s.WorkDir+` && `+run)
+	case s.forced != "":
+		lines = append(lines, "ForceCommand "+run)
 	}
 	return os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }

@@ -129,3 +129,33 @@ func TestRootLogin(t *testing.T) {
 		t.Errorf("id -u; echo $HOME = %q, want %q", got, want)
 	}
 }
+
+// TestForcedCommand checks that a WithForcedCommand server runs its script for every session,
+// with the command the client asked for in $SSH_ORIGINAL_COMMAND, in the server's directory when
+// it also has one.
+func TestForcedCommand(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithForcedCommand(`printf 'forced: %s in %s\n' "$SSH_ORIGINAL_COMMAND" "$PWD"`), sshdtest.WithWorkDirs())
+	s := c.Servers[0]
+	client, err := ssh.Dial("tcp", net.JoinHostPort(s.Addr, strconv.Itoa(s.Port)), &ssh.ClientConfig{
+		User:            c.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(c.Signer)},
+		HostKeyCallback: ssh.FixedHostKey(s.HostKey),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	session, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	out, err := session.Output("echo hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "forced: echo hello in " + s.WorkDir + "\n"; string(out) != want {
+		t.Errorf("the session printed %q, want %q", out, want)
+	}
+}
