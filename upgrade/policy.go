@@ -53,7 +53,7 @@ func CheckRolling(from, to layout.Version, d Direction, newer *TargetPolicy) err
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s does not run side by side with %s (its rolling_from is %q): use strategy.mode = \"all-at-once\"", newest, older, newer.RollingFrom)
+		return fmt.Errorf("%s's upgrade-policy.json declares rolling_from %q, which leaves out %s: the two are not declared to run side by side; use strategy.mode = \"all-at-once\"", newest, newer.RollingFrom, older)
 	}
 	return nil
 }

@@ -224,7 +224,16 @@ func rollingCheck(r *Run, target *TargetPolicy) checkResult {
 		newer = p
 	}
 	if c.err = CheckRolling(r.FromVersion, r.ToVersion, r.Direction, newer); c.err == nil {
-		c.note = fmt.Sprintf("%s and %s run side by side", r.From, r.To)
+		// A declaration of the newer version, which cutover cannot verify: said as one.
+		older, newest := r.From, r.To
+		if r.Direction == Down {
+			older, newest = r.To, r.From
+		}
+		if r.Direction == Same || newer == nil {
+			c.note = fmt.Sprintf("%s and %s are of one minor version", r.From, r.To)
+		} else {
+			c.note = fmt.Sprintf("%s declares rolling_from %q (upgrade-policy.json), which includes %s", newest, newer.RollingFrom, older)
+		}
 	}
 	return c
 }

@@ -69,7 +69,7 @@ func TestCheckRolling(t *testing.T) {
 	}{
 		{"1.1.0", "1.2.0", Up, p, ""},
 		{"1.2.0", "1.1.0", Down, p, ""},
-		{"1.0.0", "1.2.0", Up, p, `1.2.0 does not run side by side with 1.0.0`},
+		{"1.0.0", "1.2.0", Up, p, `1.2.0's upgrade-policy.json declares rolling_from`},
 		{"1.1.0", "1.2.0", Up, nil, `1.2.0's upgrade policy declares no rolling_from`},
 		{"1.1.0", "1.2.0", Up, &TargetPolicy{}, `declares no rolling_from`},
 		{"1.1.0", "1.1.1", Same, nil, ""},

@@ -127,3 +127,29 @@ func TestRollingCommands(t *testing.T) {
 		t.Errorf("rolling downgrade without rolling_from: %v, want exit 1 and nothing changed", down)
 	}
 }
+
+// TestPlanRollingSaysWhoDeclares: plan's rolling check repeats the newer version's
+// declaration as one, naming its file, rather than stating that the versions run side by side.
+func TestPlanRollingSaysWhoDeclares(t *testing.T) {
+	var err error
+	if crashBinary, err = os.Executable(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := newCrashFixture(t.TempDir(), fixtureOpts{live: "1.0.0", rolling: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := f.cutover(0, "plan", "--to=1.1.0")
+	if plan.code != 0 {
+		t.Fatalf("plan: %v", plan)
+	}
+	line := ""
+	for _, l := range strings.Split(plan.stdout, "\n") {
+		if strings.Contains(l, "rolling") && strings.Contains(l, "ok") && !strings.Contains(l, "strategy") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "1.1.0 declares rolling_from") || !strings.Contains(line, "(upgrade-policy.json)") || strings.Contains(plan.stdout, "run side by side") {
+		t.Errorf("plan's rolling check = %q, want 1.1.0's declaration named as one:\n%s", line, plan.stdout)
+	}
+}
