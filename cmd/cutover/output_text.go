@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade"
 )
 
@@ -613,6 +614,14 @@ func printJournalList(w io.Writer, rep *upgrade.JournalReport) {
 
 // runTitle names a run by its kind and versions: "upgrade 1.0.0 -> 1.1.0", "stage 1.2.0".
 func runTitle(kind, from, to string) string {
+	// An upgrade run to an older version is a downgrade: it is called one.
+	if kind == string(upgrade.KindUpgrade) || kind == "" {
+		if f, err := layout.ParseVersion(from); err == nil {
+			if t, err := layout.ParseVersion(to); err == nil && t.Compare(f) < 0 {
+				kind = string(upgrade.Down)
+			}
+		}
+	}
 	if v := runVersions(from, to); v != "" {
 		return kind + " " + v
 	}
