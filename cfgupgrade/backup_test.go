@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -106,6 +107,23 @@ func TestParseBackupName(t *testing.T) {
 		gotAt, seq, ok := parseBackupName("config.json", tt.name)
 		if ok != tt.ok || seq != tt.seq || (ok && !gotAt.Equal(at)) {
 			t.Errorf("parseBackupName(%q) = %v, %d, %v; want %v, %d, %v", tt.name, gotAt, seq, ok, at, tt.seq, tt.ok)
+		}
+	}
+}
+
+// TestDocsSayHowManyBackupsAreKept: the documents give the number of config copies Apply
+// keeps as it is.
+func TestDocsSayHowManyBackupsAreKept(t *testing.T) {
+	for file, want := range map[string]string{
+		"../docs/configuration.md": fmt.Sprintf("removes the copies beyond the %d newest, so at most %d are kept", backupsKept, backupsKept),
+		"../docs/migrations.md":    fmt.Sprintf("the %d newest copies are kept", backupsKept),
+	} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(data)), " "), want) {
+			t.Errorf("%s does not say %q", file, want)
 		}
 	}
 }
