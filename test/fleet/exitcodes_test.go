@@ -197,3 +197,45 @@ func TestExitCodesMatchCutover(t *testing.T) {
 		}
 	}
 }
+
+// TestExitMeaningOfAPendingRun: a run refused because another one is pending exits 1, but
+// exit_meaning does not call the cluster as before: it names the pending run. A failed
+// task's message and details are bounded.
+func TestExitMeaningOfAPendingRun(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require(t, err == nil, "no python3 on this machine")
+	path := filepath.Join(ansibleDir(t), "ansible_collections/cutover/fleet/plugins/module_utils/cutover.py")
+	script := `import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("cutover_utils", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+print(json.dumps(dict(
+    pending=m.exit_meaning(1, {"run": 3, "from": "2.3.1", "to": "2.4.2"}),
+    plain=m.exit_meaning(1),
+    short=len(m.short("x" * 100000)),
+    bounded=len(m.bounded("y" * 100000)),
+    listed=len(m.bounded_list(["z" * 5000] * 500)),
+)))`
+	cmd := exec.Command(python, "-c", script, path)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("module_utils/cutover.py: %v", err)
+	}
+	var got struct {
+		Pending, Plain         string
+		Short, Bounded, Listed int
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.Contains(got.Pending, "as before") || !strings.Contains(got.Pending, "run 3 (2.3.1 -> 2.4.2) is pending") || !strings.Contains(got.Pending, "drained") {
+		t.Errorf("exit_meaning(1) with a pending run = %q, want the pending run named and no claim that the cluster is as before", got.Pending)
+	}
+	if !strings.Contains(got.Plain, "as before") {
+		t.Errorf("exit_meaning(1) = %q, want cutover's own words", got.Plain)
+	}
+	if got.Short > 700 || got.Bounded > 2100 || got.Listed > 21 {
+		t.Errorf("bounds: a message of 100000 characters gives %d, a detail %d, a list of 500 %d entries; want at most 700, 2100, 21", got.Short, got.Bounded, got.Listed)
+	}
+}
