@@ -216,12 +216,12 @@ failures:
   sample: [{"stage": "verify-installed", "node": "node3", "error": "demoapp 3.1.0 is not installed", "exit_code": null, "stderr_tail": ""}]
 stages:
   description: Each stage of the run with its last state (C(ok), C(failed), C(skipped), C(undone), ...).
-  returned: when a run was made
+  returned: when a run was made, and the task did not fail
   type: list
   elements: dict
 done:
   description: cutover's C(done) event as it printed it.
-  returned: when a run was made
+  returned: when a run was made, and the task did not fail
   type: dict
 plan:
   description: The C(Plan) document of C(cutover plan --to) (with C(to)); not in a failed task.
