@@ -66,7 +66,7 @@ func (l *Layout) readLink(fsys FS, lk link) (string, error) {
 		resolved = path.Join(path.Dir(lk.path), resolved)
 	}
 	parent, dir := path.Split(path.Clean(resolved))
-	if parent != lk.base+"/" || !l.isVersionDir(dir) {
+	if parent != lk.base+"/" || !l.IsVersionDir(dir) {
 		return "", newError(kindNotSideBySide,
 			"%s points to %q, not to a version directory in %s/ (version_dirs %s): not a side-by-side installation",
 			lk.path, target, lk.base, l.mode())
@@ -106,8 +106,8 @@ func describe(fi fs.FileInfo) string {
 	}
 }
 
-// isVersionDir reports whether name is a VERSIONDIR in this layout's version_dirs mode.
-func (l *Layout) isVersionDir(name string) bool {
+// IsVersionDir reports whether name is a VERSIONDIR in this layout's version_dirs mode.
+func (l *Layout) IsVersionDir(name string) bool {
 	dir, err := l.VersionDir(name)
 	return err == nil && dir == name
 }
@@ -186,7 +186,7 @@ func (l *Layout) versionDirs(ctx context.Context, fsys FS, dir string) ([]string
 	}
 	var names []string
 	for _, e := range entries {
-		if l.isVersionDir(e.Name()) {
+		if l.IsVersionDir(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}

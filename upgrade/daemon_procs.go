@@ -347,11 +347,15 @@ type judged struct {
 type trees struct {
 	libBases, shareBases []string
 	liveLib, liveShare   string // "" when the link names no directory of its base
+	// isVersion reports whether a name in a base is a version directory, as opposed to
+	// "default" or what else an application keeps there (Ganeti's tools/, daemon-util).
+	isVersion func(name string) bool
 }
 
-// treesOf are the trees of listing l, with the configured bases lib and share.
-func treesOf(l procListing, lib, share string) trees {
-	var t trees
+// treesOf are the trees of listing l, with the configured bases lib and share, whose version
+// directories isVersion recognises.
+func treesOf(l procListing, lib, share string, isVersion func(string) bool) trees {
+	t := trees{isVersion: isVersion}
 	add := func(list []string, b string) []string {
 		if b != "" && !slices.Contains(list, b) {
 			list = append(list, b)
@@ -393,12 +397,12 @@ func (t trees) inTree(p string) bool {
 	return ok
 }
 
-// oldTree reports whether p lies in a version tree other than the live one. A path through a
-// base's "default" entry reaches the live tree through the links; where the live tree is not
-// known, nothing is judged old.
+// oldTree reports whether p lies in a version tree other than the live one. A path through
+// anything else of a base ("default", which reaches the live tree through the links, or an
+// application's own entries) is not; where the live tree is not known, nothing is judged old.
 func (t trees) oldTree(p string) bool {
 	live, dir, ok := t.versionDir(p)
-	return ok && live != "" && dir != live && dir != "default" && dir != "" && dir != "." && dir != ".."
+	return ok && live != "" && dir != live && t.isVersion(dir)
 }
 
 // daemon reports whether p is one of the application's daemons.
@@ -420,10 +424,10 @@ func (l procListing) daemon(p *nodeProc, t trees) bool {
 }
 
 // judge says which of l's daemons are of another version, and which other users' processes
-// run from a tree. since is when the run last started the node's daemons; it counts only in
-// the boot it was taken in.
-func judge(l procListing, lib, share string, since startRef) judged {
-	t := treesOf(l, lib, share)
+// run from a tree; isVersion recognises a version directory's name. since is when the run
+// last started the node's daemons; it counts only in the boot it was taken in.
+func judge(l procListing, lib, share string, isVersion func(string) bool, since startRef) judged {
+	t := treesOf(l, lib, share, isVersion)
 	var j judged
 	pids := make([]int, 0, len(l.procs))
 	for pid := range l.procs {

@@ -132,6 +132,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	live := start(false, filepath.Join(lib, "1.1/usr/sbin/appd"), "60")
 
+	isVersion := func(name string) bool { return name == "1.0" || name == "1.1" }
 	out, err := exec.Command("sh", "-c", procScript, "cutover-check", lib, share, filepath.Join(etc, "lib"), filepath.Join(etc, "share"),
 		"root,daemon", filepath.Join(run, "*/*.pid")).Output()
 	if err != nil {
@@ -172,7 +173,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 		{"with the start's time", startRef{boot: l.boot, tick: tick}, pidOf(oldNative, script, throughLinks, named, bound)},
 		{"with a start's time of another boot", startRef{boot: bootA + "/1", tick: tick}, pidOf(oldNative, script)},
 	} {
-		j := judge(l, lib, share, tc.since)
+		j := judge(l, lib, share, isVersion, tc.since)
 		if got := oldPids(j); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: old daemons %v (%v), want %v (live %d, another user's %d, unnamed %d, forged %d)", tc.name, got, j.old, tc.want,
 				live.Process.Pid, usersOld.Process.Pid, unnamed.Process.Pid, forged.Process.Pid)
@@ -191,7 +192,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 	}
 
 	// The kill ends what it is given, and leaves a pid whose start time is not the one given.
-	j := judge(l, lib, share, startRef{})
+	j := judge(l, lib, share, isVersion, startRef{})
 	p := nodeProcesses{boot: l.boot, judged: j}
 	p.old = append(p.old, oldDaemon{pid: live.Process.Pid, start: l.procs[live.Process.Pid].start + 1})
 	line := killLine(p)

@@ -88,7 +88,7 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 	r.mu.Lock()
 	since := r.daemonsUp[node]
 	r.mu.Unlock()
-	return nodeProcesses{boot: l.boot, judged: judge(l, lib, share, since)}, nil
+	return nodeProcesses{boot: l.boot, judged: judge(l, lib, share, r.Layout.IsVersionDir, since)}, nil
 }
 
 // readBoot reads node's boot identity; "" when it cannot be read (a node without Linux's

@@ -72,6 +72,10 @@ type cutoverFile struct {
 		DrainTimeout   string `toml:"drain_timeout"`
 		BackupKeep     int    `toml:"backup_keep"`
 	} `toml:"policy"`
+	Daemons struct {
+		Users    []string `toml:"users"`
+		PidFiles []string `toml:"pidfiles"`
+	} `toml:"daemons"`
 }
 
 func TestCutoverConfigContent(t *testing.T) {
@@ -84,6 +88,9 @@ func TestCutoverConfigContent(t *testing.T) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		t.Errorf("keys that are not cutover's: %v", und)
+	}
+	if len(c.Daemons.Users) != 1 || c.Daemons.Users[0] != "root" || len(c.Daemons.PidFiles) != 1 || c.Daemons.PidFiles[0] != "/run/demoapp/*.pid" {
+		t.Errorf("daemons = %+v, want root's, named by /run/demoapp/*.pid", c.Daemons)
 	}
 	if c.App != "demoapp" || c.Profile != "generic" || c.VersionDirs != "full" {
 		t.Errorf("app, profile, version_dirs = %q, %q, %q", c.App, c.Profile, c.VersionDirs)
