@@ -21,10 +21,12 @@ import (
 //     (<libdir>/<app>, <datadir>/<app>), or it is an interpreter whose script does.
 //   - A daemon is of another version when its executable, its interpreter's script or a file
 //     it maps lies in a version tree other than the live one, or when it started before the
-//     command that last started the node's daemons in this run (the shell reports when that
+//     command that last stopped the node's daemons in this run (the shell reports when that
 //     command started, in the node's clock ticks since boot): such a daemon survived the stop
 //     and runs what it loaded before the switch, whatever its executable says (an interpreter
-//     that read its script through the links, a daemon in a mount namespace of its own).
+//     that read its script through the links, a daemon in a mount namespace of its own). A
+//     daemon started after the stop began (by the run's start, or by the node's init after the
+//     switch) is not judged by its age.
 //   - Only those are signalled, by pid and start time checked again on the node right before
 //     each signal, never a process group or -1. Another user's process of an old tree is
 //     reported and left alone: it never fails a run.
@@ -319,8 +321,8 @@ func escapeShort(s string) string {
 	return strconv.Quote(s)
 }
 
-// startRef is when a run last started a node's daemons: the node's boot identity and the
-// start time of the command, in clock ticks since that boot.
+// startRef is when a run last stopped a node's daemons: the node's boot identity and the
+// start time of the stop command, in clock ticks since that boot.
 type startRef struct {
 	boot string
 	tick uint64
@@ -425,7 +427,7 @@ func (l procListing) daemon(p *nodeProc, t trees) bool {
 
 // judge says which of l's daemons are of another version, and which other users' processes
 // run from a tree; isVersion recognises a version directory's name. since is when the run
-// last started the node's daemons; it counts only in the boot it was taken in.
+// last stopped the node's daemons; it counts only in the boot it was taken in.
 func judge(l procListing, lib, share string, isVersion func(string) bool, since startRef) judged {
 	t := treesOf(l, lib, share, isVersion)
 	var j judged
@@ -463,7 +465,7 @@ func judge(l procListing, lib, share string, isVersion func(string) bool, since 
 			}
 		}
 		if why == "" && since.tick > 0 && since.boot != "" && since.boot == l.boot && p.start < since.tick {
-			why = fmt.Sprintf("started before the run started the node's daemons (at tick %d, before %d)", p.start, since.tick)
+			why = fmt.Sprintf("started before the run stopped the node's daemons (at tick %d, before %d): it survived the stop", p.start, since.tick)
 		}
 		if why != "" {
 			j.old = append(j.old, oldDaemon{pid: p.pid, start: p.start, why: why})

@@ -86,7 +86,7 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 		return nodeProcesses{}, onNode(node, fmt.Errorf("looking for daemons of another version: %w", err))
 	}
 	r.mu.Lock()
-	since := r.daemonsUp[node]
+	since := r.stopped[node]
 	r.mu.Unlock()
 	return nodeProcesses{boot: l.boot, judged: judge(l, lib, share, r.Layout.IsVersionDir, since)}, nil
 }
@@ -247,17 +247,18 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 		}
 	}
 	res, err := c.RunShell(ctx, r.expand(command, node))
-	if start && err == nil {
+	if err == nil {
 		r.mu.Lock()
-		if r.up == nil {
-			r.up = map[string]time.Time{}
-		}
-		r.up[node] = time.Now()
-		if res.Start > 0 && res.Boot != "" && validBoot(res.Boot) {
-			if r.daemonsUp == nil {
-				r.daemonsUp = map[string]startRef{}
+		if start {
+			if r.up == nil {
+				r.up = map[string]time.Time{}
 			}
-			r.daemonsUp[node] = startRef{boot: res.Boot, tick: res.Start}
+			r.up[node] = time.Now()
+		} else if res.Start > 0 && res.Boot != "" && validBoot(res.Boot) {
+			if r.stopped == nil {
+				r.stopped = map[string]startRef{}
+			}
+			r.stopped[node] = startRef{boot: res.Boot, tick: res.Start}
 		}
 		r.mu.Unlock()
 	}

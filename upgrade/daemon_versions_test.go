@@ -22,7 +22,7 @@ type procConn struct {
 	mu      sync.Mutex
 	checks  []string // stdout of each process check in turn; the last one repeats
 	boot    string
-	tick    uint64 // the start time a start command reports, 0 for none
+	tick    uint64 // the start time a stop command reports, 0 for none
 	calls   []string
 	kills   []string // the arguments of each kill
 	killErr error
@@ -49,7 +49,7 @@ func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, err
 		return nodes.Result{}, c.killErr
 	}
 	c.calls = append(c.calls, script)
-	if script == "start" && c.tick > 0 {
+	if script == "stop" && c.tick > 0 {
 		return nodes.Result{Boot: c.boot + "/77", Start: c.tick}, nil
 	}
 	return nodes.Result{}, nil
@@ -91,8 +91,9 @@ func TestSettleDaemons(t *testing.T) {
 	tests := []struct {
 		name      string
 		stopBoot  string   // the boot id when the daemons stopped
+		stopIn    string   // the boot id the stop command reports, when not stopBoot
 		boot      string   // the boot id now
-		tick      uint64   // when the start command started
+		tick      uint64   // when the run's stop command started, in the stop's boot
 		checks    []string // what each process check prints
 		killErr   error
 		want      []string
@@ -105,10 +106,10 @@ func TestSettleDaemons(t *testing.T) {
 			want: []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 41 300"}},
 		{name: "another user's process of the old tree is left alone", stopBoot: bootA, checks: []string{listing(a, other)},
 			want: []string{"start", "check"}},
-		{name: "a pid file's interpreter daemon that started before the start", stopBoot: bootA, tick: 500,
+		{name: "a pid file's interpreter daemon that started before the stop", stopBoot: bootA, tick: 500,
 			checks: []string{listing(a, python, "F 43"), listing(a)},
 			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
-		{name: "a pid file's daemon that started after the start", stopBoot: bootA, tick: 350,
+		{name: "a pid file's daemon that started after the stop", stopBoot: bootA, tick: 350,
 			checks: []string{listing(a, python, "F 43")}, want: []string{"start", "check"}},
 		{name: "an interpreter running a script of the old tree", stopBoot: bootA,
 			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/1.0/usr/sbin/appd.py"), listing(a)},
@@ -123,7 +124,7 @@ func TestSettleDaemons(t *testing.T) {
 		{name: "a daemon mapping a library of the old tree", stopBoot: bootA,
 			checks: []string{listing(a, "P 44 0 0 0 0 900 /usr/lib/app/1.1/usr/sbin/appd", "m 44 /usr/lib/app/1.0/lib/libapp.so"), listing(a)},
 			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 44 900"}},
-		{name: "a start time of another boot is no reference", stopBoot: bootA, boot: bootC, tick: 500,
+		{name: "a stop of another boot is no reference", stopBoot: bootA, tick: 500, stopIn: bootC,
 			checks: []string{listing(a, python, "F 43")}, want: []string{"start", "check"}},
 		{name: "rebooted", stopBoot: bootA, boot: bootB, checks: []string{listing(b), listing(b)},
 			want: []string{"start", "check", "stop", "ensure", "start", "check"}},
@@ -157,6 +158,13 @@ func TestSettleDaemons(t *testing.T) {
 			if tt.stopBoot != "" {
 				r.stoppedAt("node2", tt.stopBoot+"/77")
 			}
+			if tt.tick > 0 {
+				in := tt.stopIn
+				if in == "" {
+					in = tt.stopBoot
+				}
+				r.stopped = map[string]startRef{"node2": {boot: in + "/77", tick: tt.tick}}
+			}
 			err = r.daemonsOn(context.Background(), c, "node2", true)
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -178,9 +186,12 @@ func TestSettleDaemons(t *testing.T) {
 func TestStopRecordsBoot(t *testing.T) {
 	r := testRun(&memJournal{})
 	r.Config = &config.Config{Commands: config.CommandsConfig{DaemonsStop: "stop", DaemonsStart: "start"}}
-	c := &procConn{boot: bootA}
+	c := &procConn{boot: bootA, tick: 900}
 	if err := r.daemonsOn(context.Background(), c, "node3", false); err != nil {
 		t.Fatal(err)
+	}
+	if got, want := r.stopped["node3"], (startRef{boot: bootA + "/77", tick: 900}); got != want {
+		t.Errorf("the stop's time = %+v, want %+v: a daemon started before it survived the stop", got, want)
 	}
 	if !r.rebooted("node3", bootB+"/77") || r.rebooted("node3", bootA+"/77") {
 		t.Errorf("boot after the stop = %q, want %s", r.boots["node3"], bootA)

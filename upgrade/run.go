@@ -104,10 +104,10 @@ type Run struct {
 	down map[string]time.Time
 	// boots is each node's boot identity when this execution last stopped its daemons.
 	boots map[string]string
-	// daemonsUp is when this execution last started each node's daemons, where the node said
+	// stopped is when this execution last stopped each node's daemons, where the node said
 	// (its command shell reports when a command started): a daemon that started before it
-	// survived the stop.
-	daemonsUp map[string]startRef
+	// survived the stop, and runs what it loaded before the switch.
+	stopped map[string]startRef
 	// unready says, per node, which steps its daemons need failed in this execution
 	// (setReady): its daemons are not started.
 	unready map[string]map[string]bool
