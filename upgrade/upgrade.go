@@ -44,8 +44,9 @@ type Result struct {
 	Duration  time.Duration
 	// Nothing is true when the cluster already was at the target.
 	Nothing bool
-	// Downtime is how long the application's daemons were down: the cluster's window from
-	// the first stop to the last start, and each node's.
+	// Downtime is how long the application's daemons were down: the cluster's, the time some
+	// node's were (for an all-at-once run from the first stop to the last start), and each
+	// node's; never the time they served between two executions of the run.
 	Downtime Downtime
 	// Batches are the batches of a rolling run; nil for an all-at-once run.
 	Batches []Batch
