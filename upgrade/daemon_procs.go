@@ -20,7 +20,8 @@ import (
 //     [daemons].pidfiles names it, or its executable lies in one of the application's trees
 //     (<libdir>/<app>, <datadir>/<app>), or it is an interpreter whose script does.
 //   - A daemon is of another version when its executable, its interpreter's script or a file
-//     it maps lies in a version tree other than the live one, or when it started before the
+//     it maps lies in a version tree other than the live one, or when (a daemon a pid file
+//     names; without pid files, one whose executable lies in the trees) it started before the
 //     command that last stopped the node's daemons in this run (the shell reports when that
 //     command started, in the node's clock ticks since boot): such a daemon survived the stop
 //     and runs what it loaded before the switch, whatever its executable says (an interpreter
@@ -184,6 +185,7 @@ type procListing struct {
 	pidFiles                       map[int]bool
 	procs                          map[int]*nodeProc
 	others                         []string // "PID (uid UID) EXE" of other users' processes in a tree
+	pidGlobs                       bool     // the application names its daemons' pid files
 }
 
 // parsePid accepts a pid as a node prints it: a decimal above 1 within the kernel's bounds.
@@ -337,6 +339,17 @@ type oldDaemon struct {
 
 func (d oldDaemon) String() string { return fmt.Sprintf("pid %d %s", d.pid, d.why) }
 
+// aged reports whether daemon p is judged by its age: a daemon its pid file names, or, where
+// the application names no pid files, one whose executable lies in its trees. Other processes
+// of the trees (an interpreter running a helper script, a daemon's child) are judged by their
+// paths alone: their start says nothing of whether they survived a stop.
+func (l procListing) aged(p *nodeProc, t trees) bool {
+	if l.pidGlobs {
+		return l.pidFiles[p.pid]
+	}
+	return p.exe != "" && t.inTree(p.exe)
+}
+
 // judged is what a node's listing says about its daemons.
 type judged struct {
 	old    []oldDaemon
@@ -464,8 +477,8 @@ func judge(l procListing, lib, share string, isVersion func(string) bool, since 
 				}
 			}
 		}
-		if why == "" && since.tick > 0 && since.boot != "" && since.boot == l.boot && p.start < since.tick {
-			why = fmt.Sprintf("started before the run stopped the node's daemons (at tick %d, before %d): it survived the stop", p.start, since.tick)
+		if why == "" && since.tick > 0 && since.boot != "" && since.boot == l.boot && p.start < since.tick && l.aged(p, t) {
+			why = fmt.Sprintf("(%s) started before the run stopped the node's daemons (at tick %d, before %d): it survived the stop", escapeShort(p.exe), p.start, since.tick)
 		}
 		if why != "" {
 			j.old = append(j.old, oldDaemon{pid: p.pid, start: p.start, why: why})

@@ -117,7 +117,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The run's start of the daemons, after all of those.
+	// The run's stop of the daemons, after all of those.
 	time.Sleep(50 * time.Millisecond)
 	now, err := exec.Command("sh", "-c", "cat /proc/self/stat").Output()
 	if err != nil {
@@ -128,7 +128,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The live daemon, which that start started.
+	// The live daemon, which the run's start started after the stop.
 	time.Sleep(20 * time.Millisecond)
 	live := start(false, filepath.Join(lib, "1.1/usr/sbin/appd"), "60")
 
@@ -142,6 +142,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listing: %v", err)
 	}
+	l.pidGlobs = true
 	if !validBoot(l.boot) || l.boot == "" {
 		t.Errorf("boot identity %q", l.boot)
 	}
@@ -169,9 +170,11 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 		since startRef
 		want  []int
 	}{
-		{"without the start's time", startRef{}, pidOf(oldNative, script)},
-		{"with the start's time", startRef{boot: l.boot, tick: tick}, pidOf(oldNative, script, throughLinks, named, bound)},
-		{"with a start's time of another boot", startRef{boot: bootA + "/1", tick: tick}, pidOf(oldNative, script)},
+		{"without the stop's time", startRef{}, pidOf(oldNative, script)},
+		// The stop's time judges the daemons the pid files name; the script run through the
+		// links, which none names, is judged by its paths alone.
+		{"with the stop's time", startRef{boot: l.boot, tick: tick}, pidOf(oldNative, script, named, bound)},
+		{"with a stop's time of another boot", startRef{boot: bootA + "/1", tick: tick}, pidOf(oldNative, script)},
 	} {
 		j := judge(l, lib, share, isVersion, tc.since)
 		if got := oldPids(j); !slices.Equal(got, tc.want) {

@@ -85,6 +85,7 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 	if err != nil {
 		return nodeProcesses{}, onNode(node, fmt.Errorf("looking for daemons of another version: %w", err))
 	}
+	l.pidGlobs = len(r.Config.Daemons.PidFiles) > 0
 	r.mu.Lock()
 	since := r.stopped[node]
 	r.mu.Unlock()
@@ -153,8 +154,8 @@ func (r *Run) switchNode(ctx context.Context, c Conn, node, version string) erro
 
 // settleDaemons runs after node's daemons were started: when the node rebooted since they were
 // stopped, or a daemon of another version runs, it stops the daemons, redoes the node's switch
-// and ensure-dirs after a reboot, ends what still runs of another version (by pid, checked
-// again on the node), and starts the daemons again, once. A node where a daemon of another
+// and ensure-dirs after a reboot, lists the processes again and ends what still runs of another
+// version (by pid, checked again on the node), and starts the daemons again, once. A node where a daemon of another
 // version still runs after that fails. Other users' processes of an old tree are reported and
 // left alone.
 func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
@@ -193,8 +194,14 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 			}
 		}
 	}
-	if len(p.old) > 0 {
-		if _, err := c.RunShell(ctx, killLine(p)); err != nil {
+	// Listed again after the stop: what survived it (a daemon the first start started
+	// included) is ended, by the stop's time as much as by its paths.
+	stopped, err := r.inspectProcesses(ctx, c, node)
+	if err != nil {
+		return err
+	}
+	if len(stopped.old) > 0 {
+		if _, err := c.RunShell(ctx, killLine(stopped)); err != nil {
 			return onNode(node, fmt.Errorf("ending the daemons of another version: %w", err))
 		}
 	}

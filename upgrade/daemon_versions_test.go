@@ -102,18 +102,22 @@ func TestSettleDaemons(t *testing.T) {
 	}{
 		{name: "clean", stopBoot: bootA, checks: []string{listing(a)}, want: []string{"start", "check"}},
 		{name: "no boot id", checks: []string{listing("")}, want: []string{"start", "check"}},
-		{name: "a daemon of the old version", stopBoot: bootA, checks: []string{listing(a, wrong), listing(a)},
-			want: []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 41 300"}},
+		{name: "a daemon of the old version", stopBoot: bootA, checks: []string{listing(a, wrong), listing(a, wrong), listing(a)},
+			want: []string{"start", "check", "stop", "check", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 41 300"}},
 		{name: "another user's process of the old tree is left alone", stopBoot: bootA, checks: []string{listing(a, other)},
 			want: []string{"start", "check"}},
 		{name: "a pid file's interpreter daemon that started before the stop", stopBoot: bootA, tick: 500,
-			checks: []string{listing(a, python, "F 43"), listing(a)},
-			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
+			checks: []string{listing(a, python, "F 43"), listing(a, python, "F 43"), listing(a)},
+			want:   []string{"start", "check", "stop", "check", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
+		{name: "a process of the trees that no pid file names is not judged by its age", stopBoot: bootA, tick: 500,
+			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/default/usr/sbin/helper.py")},
+			want:   []string{"start", "check"}},
 		{name: "a pid file's daemon that started after the stop", stopBoot: bootA, tick: 350,
 			checks: []string{listing(a, python, "F 43")}, want: []string{"start", "check"}},
 		{name: "an interpreter running a script of the old tree", stopBoot: bootA,
-			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/1.0/usr/sbin/appd.py"), listing(a)},
-			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
+			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/1.0/usr/sbin/appd.py"),
+				listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/1.0/usr/sbin/appd.py"), listing(a)},
+			want: []string{"start", "check", "stop", "check", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 43 400"}},
 		{name: "an interpreter running the live script through the default link", stopBoot: bootA,
 			checks: []string{listing(a, python, "43/cmdline:/usr/bin/python3", "43/cmdline:/usr/lib/app/default/usr/sbin/appd.py")},
 			want:   []string{"start", "check"}},
@@ -122,18 +126,19 @@ func TestSettleDaemons(t *testing.T) {
 				"P 44 0 0 0 0 900 /usr/lib/app/1.1/usr/sbin/appd", "m 44 /usr/lib/app/daemon-util.so")},
 			want: []string{"start", "check"}},
 		{name: "a daemon mapping a library of the old tree", stopBoot: bootA,
-			checks: []string{listing(a, "P 44 0 0 0 0 900 /usr/lib/app/1.1/usr/sbin/appd", "m 44 /usr/lib/app/1.0/lib/libapp.so"), listing(a)},
-			want:   []string{"start", "check", "stop", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 44 900"}},
+			checks: []string{listing(a, "P 44 0 0 0 0 900 /usr/lib/app/1.1/usr/sbin/appd", "m 44 /usr/lib/app/1.0/lib/libapp.so"),
+				listing(a, "P 44 0 0 0 0 900 /usr/lib/app/1.1/usr/sbin/appd", "m 44 /usr/lib/app/1.0/lib/libapp.so"), listing(a)},
+			want: []string{"start", "check", "stop", "check", "kill", "start", "check"}, wantKills: []string{"cutover-kill " + bootA + " 44 900"}},
 		{name: "a stop of another boot is no reference", stopBoot: bootA, tick: 500, stopIn: bootC,
 			checks: []string{listing(a, python, "F 43")}, want: []string{"start", "check"}},
 		{name: "rebooted", stopBoot: bootA, boot: bootB, checks: []string{listing(b), listing(b)},
-			want: []string{"start", "check", "stop", "ensure", "start", "check"}},
+			want: []string{"start", "check", "stop", "ensure", "check", "start", "check"}},
 		{name: "the daemon survives", stopBoot: bootA, checks: []string{listing(a, wrong)},
-			want:      []string{"start", "check", "stop", "kill", "start", "check"},
+			want:      []string{"start", "check", "stop", "check", "kill", "start", "check"},
 			wantKills: []string{"cutover-kill " + bootA + " 41 300"},
 			wantErr:   `node2: daemons of another version still run after a stop and a start: pid 41 runs "/usr/lib/app/1.0/usr/sbin/appd"`},
 		{name: "the kill fails", stopBoot: bootA, checks: []string{listing(a, wrong)}, killErr: errors.New("exit 1: still running: 41"),
-			want:      []string{"start", "check", "stop", "kill"},
+			want:      []string{"start", "check", "stop", "check", "kill"},
 			wantKills: []string{"cutover-kill " + bootA + " 41 300"},
 			wantErr:   "node2: ending the daemons of another version: exit 1: still running: 41"},
 		{name: "a listing cut off", stopBoot: bootA, checks: []string{"B " + a + "\x00P 41 0 0 0 0 300 /usr/lib/app/1.0/usr/sbin/appd\x00"},
@@ -149,7 +154,8 @@ func TestSettleDaemons(t *testing.T) {
 			}
 			r := testRun(&memJournal{})
 			r.Layout = lay
-			r.Config = &config.Config{Commands: config.CommandsConfig{DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure"}}
+			r.Config = &config.Config{Commands: config.CommandsConfig{DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure"},
+				Daemons: config.DaemonsConfig{Users: []string{"root"}, PidFiles: []string{"/run/app/*.pid"}}}
 			boot := tt.boot
 			if boot == "" {
 				boot = tt.stopBoot
