@@ -167,16 +167,19 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 	stdout, stderr := newStdout(out), newTailBuffer(maxStderr)
 	var code int
 	var err error
-	inShell, boot := false, ""
-	if sh := c.shell(runCtx, useShell, tag, reapFirst); sh != nil {
-		inShell, boot = true, sh.boot
+	inShell, boot, started := false, "", uint64(0)
+	// A shell that is not used, whatever the reason, leaves the command a session of its own,
+	// and so does one that ended before the command ran.
+	if sh, _ := c.shell(runCtx, useShell, tag, reapFirst); sh != nil {
 		mode, script := "sh", body
 		if argv, ok := strings.CutPrefix(body, "exec "); ok && argv == line {
 			mode, script = "exec", argv
 		}
-		code, err = sh.run(runCtx, mode, script, stdout.w, stderr)
+		code, started, err = sh.run(runCtx, mode, script, stdout.w, stderr)
 		sh.busy.Unlock()
-	} else {
+		inShell, boot = !errors.Is(err, errShellGone), sh.boot
+	}
+	if !inShell {
 		remote := sshLine(body, tag, c.name)
 		if reapFirst {
 			remote = reapLine(tag, c.name) + remote
@@ -197,7 +200,7 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 	if err != nil {
 		res.ExitCode = -1
 	} else {
-		res.Boot = boot
+		res.Boot, res.Start = boot, started
 	}
 	cerr := commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err, stdout.cut())
 	if re, ok := cerr.(*runError); ok && inShell {

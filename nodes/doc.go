@@ -101,10 +101,25 @@
 // group; the group's number stays the command's while the watcher lives;
 // records of tagged commands, one file per shell, empty between commands)
 // and spares the node a new SSH session, login shell and watchdog per
-// command: about half the CPU a command costs. A command started while the
-// shell is busy, and every command on a node without bash, gets a session
-// of its own under the watchdog as above. A shell's status cannot tell a
-// command killed by signal N from one that exited 128+N; its error says so.
+// command: about three quarters of the CPU a command costs in a session of
+// its own. Each command's output is its own there too: the command writes into
+// pipes of its own (FIFOs opened anew for each command and read by two
+// long-lived copiers), and a process it leaves running with its output open
+// never writes into a later command's output. Result.Start carries when the
+// command started, in the node's clock ticks since boot. A command started
+// while the shell is busy, every command on a node without bash, and a
+// command whose shell ended before it ran, get a session of their own under
+// the watchdog as above. A shell's status cannot tell a command killed by
+// signal N from one that exited 128+N; its error says so.
+//
+// A node is an untrusted peer: what it sends the shell is bounded and typed
+// before it is used. What precedes the shell's ready line must be a boot
+// identity ([ValidBoot]); anything else there, more than a boot identity can
+// be, or a broken frame refuses the shell, with an error that names the node
+// and quotes a bounded, escaped prefix of what it sent ([Conn.Prepare]
+// returns it), and the node's commands run in sessions of their own. A
+// frame's line is bounded too, and a malformed one fails its command and
+// closes the shell.
 //
 // RunInput's commands (tar -x of a staged tree, a manifest through cat) read
 // cutover's stream as their standard input. Over SSH they run without the
@@ -115,9 +130,11 @@
 // A command that ends by itself leaves its background processes running
 // (daemons stay up). One that starts a background process which keeps its
 // standard output or error open (a daemon that does not redirect its output)
-// returns two seconds after it exits, locally and over SSH alike: the output
-// is cut off there and the process keeps running. Processes that leave the
-// command's process group (setsid, daemons) are never killed.
+// returns two seconds after it exits, locally and in an SSH session of its
+// own, and at once in the command shell: the output is cut off there, and
+// the process keeps running, but what it writes to that output later reaches
+// no command's result (its writes fail: EPIPE, or SIGPIPE). Processes that
+// leave the command's process group (setsid, daemons) are never killed.
 //
 // # Command records
 //

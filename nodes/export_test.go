@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -20,6 +21,16 @@ func NoCommandShell(p *Pool) { p.noShell = true }
 // SetShellBash makes p's command shells start the program bash instead of bash: a name that is
 // not installed stands for a node without bash.
 func SetShellBash(p *Pool, bash string) { p.shellBash = bash }
+
+// StartShell starts a command shell for c's node, untagged, as its first command would, closes
+// it again, and returns why it could not be used (nil when it could).
+func StartShell(ctx context.Context, c *Conn) error {
+	s, err := c.ssh.startShell(ctx, "bash", "", c.name, false)
+	if s != nil {
+		s.close()
+	}
+	return err
+}
 
 // Alive reports whether c's connection is still usable.
 func Alive(c *Conn) bool { return c.alive() }

@@ -33,13 +33,17 @@ type Result struct {
 	// boot id and the start time of the node's process 1 in clock ticks since boot, so that a
 	// container restarted on a host that did not boot has another), when it ran to an exit in
 	// the connection's command shell: the shell read it as it started, and a shell that reports
-	// a command's exit has lived since. "" otherwise (a session of its own, locally, a node
-	// without those files).
+	// a command's exit has lived since. It is always one that ValidBoot accepts: a shell that
+	// sent anything else is not used. "" otherwise (a session of its own, a node without those
+	// files); a command run on the master carries the master's (LocalBoot).
 	Boot string
 	// Start is when the command started on the node, in clock ticks since the node's boot
 	// (field 22 of /proc/PID/stat) of the process that runs it, read before the command
-	// itself starts: every process the command starts has a start time at least this. 0 when
-	// unknown (a session of its own, a node without /proc).
+	// itself starts: every process the command starts has a start time at least this. In the
+	// connection's command shell, for a command that ran to an exit, that process is the
+	// subshell the shell forked to run the command, and the shell reports the time in the
+	// command's status line (parsed as a decimal, else 0). With Boot it places the command in
+	// the node's time. 0 when unknown (a session of its own, a node without /proc).
 	Start uint64
 }
 

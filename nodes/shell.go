@@ -43,8 +43,38 @@ import (
 //
 // and, on both standard output and standard error, after the command's own output:
 //
-//	\nBOUNDARY STATUS\n   the command exited with STATUS (a shell's status: 128+N for signal N)
-//	\nBOUNDARY end\n      the command's process group was waited for; the next request is read
+//	\nBOUNDARY STATUS START\n  the command exited with STATUS (a shell's status: 128+N for signal N);
+//	                         START is the start time, in clock ticks since the node's boot (field
+//	                         22 of /proc/PID/stat), of the subshell the shell forked to run the
+//	                         command, read before the command started (0 when unknown)
+//	\nBOUNDARY end\n         the command's process group was waited for; the next request is read
+//
+// Each command's output is its own. Its standard output and error are not the session's but two
+// FIFOs in a private directory the shell made (mktemp -d, in $TMPDIR or /tmp, else /dev/shm or the
+// login's home), each read by a copier, a cat that the shell started with the FIFO's name as its
+// argument 256 times: opened anew for each command, a FIFO is a pipe of the command's own, which
+// the copier reads to its end and passes on to the session, the status line last, before it opens
+// the FIFO again for the next command. Once cutover has read the command's status lines, or the
+// command was killed, the shell looks whether a copier still holds its FIFO open (/proc/PID/fd/3:
+// cat starts with 3 closed, so its FIFO is 3): then a process the command left running (a daemon
+// that did not redirect its output) still holds that pipe. The shell then ends both copiers and
+// starts new ones on new FIFOs, before it writes the end lines: the process left running writes
+// into a pipe that nobody reads (EPIPE, SIGPIPE, as once a session of its own has ended), never
+// into the session, and nothing it writes after its command ended passes for a later command's
+// output (what it writes until the shell has looked, at most a tenth of a second, half a second
+// after a kill, reaches cutover after the status line, where the frame drops it). A command costs
+// no process more than before; the copiers are replaced only then, when one is gone, and after 256
+// commands. They are the shell's only children in its process group, which is the session's own
+// (sshd's setsid; a shell that is not its group's leader exits shellNoBash): the shell ends them
+// with a signal to that group, which it catches itself, so no signal ever goes to a process id that
+// may have passed to another process meanwhile. The shell ends them, and removes their directory,
+// when it exits.
+//
+// Everything the node sends is bounded and typed before it is used: the boot identity before
+// the ready line (at most maxBoot bytes, ValidBoot, else the shell is refused), each frame's
+// status word (at most maxFrameWord bytes up to its newline, "ask", "end" or STATUS [START] in
+// decimal, else the frame is malformed, the command fails and the shell is closed), and the
+// framer's buffer (a chunk of input and a boundary's length).
 //
 // The ask costs a round trip a command, and is what keeps a request that reached the node late
 // from running at all: a connection cut off while cutover wrote a request leaves it in the
@@ -54,28 +84,60 @@ import (
 //
 // The boundary is 16 random bytes per command, sent on standard input only, so no command can
 // know it, let alone print it. A node without bash (exit 97 before the shell is ready) and a
-// connection whose command is already running use a session of their own per command, as before.
+// connection whose command is already running use a session of their own per command, as before,
+// and so does a command whose shell ended before it asked to run it.
 
 // shellReady is the boundary of the line a command shell prints when it is ready; what it
 // prints before that line is the node's boot identity (Result.Boot), read as it started.
 const shellReady = "cutover-shell-ready"
 
+// maxBoot bounds what a node may send before its command shell's ready line: a boot identity
+// (ValidBoot) is at most 36+1+20 bytes.
+const maxBoot = 64
+
+// maxFrameWord bounds the word of a frame's line, between its boundary and its newline: "ask",
+// "end" or a status and a start time.
+const maxFrameWord = 64
+
 // shellNoBash is the exit status of a command shell's start on a node without bash, or whose
-// bash has no job control; shellScript spells it out (TestShellNoBashStatus keeps them equal).
+// bash has no job control, does not lead a process group of its own or cannot make its
+// copiers' FIFOs; shellScript spells it out (TestShellNoBashStatus keeps them equal).
 const shellNoBash = 97
 
 // shellScript is the node's side of a command shell; its arguments are the command tag ("" for
-// no records) and the node's name. It exits shellNoBash where bash has no job control. The
-// shell waits for a command's watcher to end; bash's wait also returns when it is stopped
-// (SIGSTOP, as when the node is frozen), so it waits again for as long as the watcher is
-// there and not a zombie, stopped or already continued (wait -f would do it, but loops for
-// ever in bash 5.2 when the process has already been reaped; a pid given meanwhile to another
-// process ends the loop, as wait then answers 127).
+// no records) and the node's name. It exits shellNoBash where bash has no job control, where it
+// does not lead its process group (the copiers' group, see above), and where it cannot make the
+// copiers' directory and FIFOs. The shell waits for a command's watcher to end; bash's wait also
+// returns when it is stopped (SIGSTOP, as when the node is frozen), so it waits again for as
+// long as the watcher is there and not a zombie, stopped or already continued (wait -f would do
+// it, but loops for ever in bash 5.2 when the process has already been reaped; a pid given
+// meanwhile to another process ends the loop, as wait then answers 127). The watcher exits 0
+// when cutover read the command's end (done), and otherwise not: then the copiers have half a
+// second to pass on what the command wrote before it was killed.
+//
+// The copiers: the shell opens a command's FIFOs for writing (7 and 8) and for reading and writing
+// (9 and 3), which never waits, so that each FIFO has a reader from the start even if its copier
+// has not opened it yet; the subshell that runs the command keeps 9 and 3 (the command does not)
+// until it has written the status lines and sees both copiers hold their FIFOs (or one gone),
+// however long a copier just started takes to open its FIFO, so that the command's output is never
+// left without a reader. A copier is alive while its standard output is still the session's
+// (cutover_alive: no other process has that); the shell signals the copiers it ends (USR1, and CONT
+// for a stopped one) until they are no longer alive, for at most five seconds, after which the next
+// copiers have new FIFOs, which one that lives on does not read. A new copier has started once it
+// runs cat (its executable is no longer bash), and the shell waits for that before it goes on: a
+// copier between its fork and its exec would have bash's handler catch the signal that is to end
+// it. A shell that cannot start copiers ends the frame without asking, so that the command, which
+// never ran, runs in a session of its own, and exits 98. cutover_nap sleeps without a process: a
+// read that times out on a FIFO nothing writes to. The shell catches SIGPIPE, so that a write to a
+// session cutover closed does not kill it before it ends its copiers and removes their directory
+// (EXIT).
 const shellScript = `set -m
 case $- in *m*) ;; *) exit 97;; esac
 cutover_tag=$1 cutover_node=$2
 exec 4>&1 5<&0 6>&2 </dev/null >/dev/null 2>/dev/null
-` + procStatScript + `cutover_rec= cutover_boot= cutover_init=
+` + procStatScript + `cutover_rec= cutover_boot= cutover_init= cutover_pg= cutover_tmp= cutover_co= cutover_ce= cutover_gen=0 cutover_k=0 cutover_new=new
+{ read -r cutover_l </proc/$$/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
+[ "$cutover_pg" = $$ ] || exit 97
 { read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null
 { read -r cutover_l </proc/1/stat; } 2>/dev/null && cutover_pstat "$cutover_l" && cutover_init=$cutover_start
 if [ -n "$cutover_tag" ]; then
@@ -85,7 +147,48 @@ if [ -n "$cutover_tag" ]; then
 		{ : >"$cutover_rec"; } 2>/dev/null || cutover_rec=
 	fi
 fi
-trap '[ -z "$cutover_rec" ] || rm -f "$cutover_rec"' EXIT
+trap 'kill -USR1 -$$ 2>/dev/null; rm -rf ${cutover_tmp:+"$cutover_tmp"} ${cutover_rec:+"$cutover_rec"}' EXIT
+trap : USR1 PIPE
+cutover_alive() { [ /proc/$1/fd/1 -ef /proc/$$/fd/$2 ]; }
+cutover_started() { [ -e /proc/$1/exe ] || return 0; cutover_alive "$1" "$2" && ! [ /proc/$1/exe -ef /proc/$$/exe ]; }
+cutover_busy() { [ /proc/$1/fd/3 -ef "$2" ]; }
+cutover_spawn() {
+	if [ -n "$cutover_co" ]; then
+		cutover_i=0
+		while cutover_alive "$cutover_co" 4 || cutover_alive "$cutover_ce" 6; do
+			[ $cutover_i -lt 500 ] || { cutover_new=new; break; }
+			kill -USR1 -$$ 2>/dev/null
+			kill -CONT -$$ 2>/dev/null
+			cutover_nap 0.01
+			cutover_i=$((cutover_i + 1))
+		done
+		cutover_co=
+	fi
+	if [ -n "$cutover_new" ]; then
+		cutover_gen=$((cutover_gen + 1))
+		mkfifo -m 600 "$cutover_tmp/o$cutover_gen" "$cutover_tmp/e$cutover_gen" 2>/dev/null || return
+	fi
+	cutover_fo=$cutover_tmp/o$cutover_gen cutover_fe=$cutover_tmp/e$cutover_gen cutover_k=0 cutover_new=
+	set +m
+	cat "$cutover_fo"{,}{,}{,}{,}{,}{,}{,}{,} </dev/null >&4 2>/dev/null 3<&- 4>&- 5<&- 6>&- &
+	cutover_co=$!
+	cat "$cutover_fe"{,}{,}{,}{,}{,}{,}{,}{,} </dev/null >&6 2>/dev/null 3<&- 4>&- 5<&- 6>&- &
+	cutover_ce=$!
+	set -m
+	cutover_i=0
+	until { cutover_started "$cutover_co" 4 && cutover_started "$cutover_ce" 6; } || [ $cutover_i -ge 500 ]; do
+		cutover_nap 0.01
+		cutover_i=$((cutover_i + 1))
+	done
+}
+cutover_copiers() {
+	[ -n "$cutover_co" ] && [ $cutover_k -lt 256 ] && cutover_alive "$cutover_co" 4 && cutover_alive "$cutover_ce" 6 && return
+	cutover_spawn && cutover_alive "$cutover_co" 4 && cutover_alive "$cutover_ce" 6
+}
+cutover_nap() { read -r -t "$1" cutover_l <>"$cutover_tmp/nap"; }
+cutover_tmp=$(for cutover_d in "${TMPDIR:-/tmp}" /dev/shm "$HOME"; do mktemp -d "$cutover_d/.cutover-shell.XXXXXXXXXX" && break; done 2>/dev/null) &&
+	mkfifo -m 600 "$cutover_tmp/nap" 2>/dev/null || exit 97
+cutover_copiers || exit 97
 [ -n "$cutover_boot$cutover_init" ] && printf '%s/%s' "$cutover_boot" "$cutover_init" >&4
 printf '\n%s 0\n\n%s end\n' ` + shellReady + ` ` + shellReady + ` >&4
 while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
@@ -99,43 +202,72 @@ while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
 		cutover_i=$((cutover_i + 1))
 	done
 	cutover_s=${cutover_s%?}
-	printf '\n%s ask\n' "$cutover_b" >&4
-	IFS= read -r cutover_l <&5 || exit
-	if [ "$cutover_l" != "go $cutover_b" ]; then
+	if ! cutover_copiers; then
 		printf '\n%s end\n' "$cutover_b" >&4
 		printf '\n%s end\n' "$cutover_b" >&6
-		continue
+		exit 98
 	fi
-	{
-		if [ "$cutover_mode" = exec ]; then
-			(eval "exec $cutover_s") >&4 2>&6 4>&- 5>&- 6>&- </dev/null
-		else
-			sh -c "$cutover_s" >&4 2>&6 4>&- 5>&- 6>&- </dev/null
-		fi
-		cutover_st=$?
-		printf '\n%s %s\n' "$cutover_b" "$cutover_st" >&4
-		printf '\n%s %s\n' "$cutover_b" "$cutover_st" >&6
-	} 5>&- | {
-		trap "" TERM
-		cutover_pg= cutover_start=-
-		{ read -r cutover_l </proc/$BASHPID/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
-		[ -z "$cutover_rec" ] || { printf "%s %s %s %s %s\n" "$cutover_pg" "$BASHPID" "$cutover_start" "${cutover_boot:--}" "$cutover_node" >"$cutover_rec"; } 2>/dev/null
-		cutover_l=
-		IFS= read -r cutover_l <&5
-		if [ "$cutover_l" != done ] && [ -n "$cutover_pg" ] && { read -r cutover_l </proc/"$cutover_pg"/stat; } 2>/dev/null; then
+	printf '\n%s ask\n' "$cutover_b" >&4
+	IFS= read -r cutover_l <&5 || exit
+	if [ "$cutover_l" = "go $cutover_b" ] && { exec 9<>"$cutover_fo" 7>"$cutover_fo" 3<>"$cutover_fe" 8>"$cutover_fe"; } 2>/dev/null; then
+		{
+			cutover_start=
+			{ read -r cutover_l </proc/$BASHPID/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
+			case $cutover_start in ''|*[!0-9]*) cutover_start=0;; esac
+			if [ "$cutover_mode" = exec ]; then
+				(eval "exec $cutover_s") 3<&- 9<&- </dev/null
+			else
+				sh -c "$cutover_s" 3<&- 9<&- </dev/null
+			fi
+			cutover_st=$?
+			printf '\n%s %s %s\n' "$cutover_b" "$cutover_st" "$cutover_start"
+			printf '\n%s %s %s\n' "$cutover_b" "$cutover_st" "$cutover_start" >&2
+			until cutover_busy "$cutover_co" "$cutover_fo" && cutover_busy "$cutover_ce" "$cutover_fe"; do
+				cutover_alive "$cutover_co" 4 && cutover_alive "$cutover_ce" 6 || break
+				cutover_nap 0.01
+			done
+		} >&7 2>&8 4>&- 5>&- 6>&- 7>&- 8>&- | {
+			trap "" TERM
+			cutover_pg= cutover_start=-
+			{ read -r cutover_l </proc/$BASHPID/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
+			[ -z "$cutover_rec" ] || { printf "%s %s %s %s %s\n" "$cutover_pg" "$BASHPID" "$cutover_start" "${cutover_boot:--}" "$cutover_node" >"$cutover_rec"; } 2>/dev/null
+			cutover_l=
+			IFS= read -r cutover_l <&5
+			if [ "$cutover_l" != done ]; then
+				if [ -n "$cutover_pg" ] && { read -r cutover_l </proc/"$cutover_pg"/stat; } 2>/dev/null; then
+					set -- ${cutover_l##*) }
+					case $1 in Z|X) ;; *) exec sh -c '` + killerScript + `' cutover-kill "$cutover_pg" "$cutover_rec";; esac
+				fi
+				cutover_l=
+			fi
+			[ -z "$cutover_rec" ] || { : >"$cutover_rec"; } 2>/dev/null
+			[ "$cutover_l" = done ]
+		} 3<&- 4>&- 6>&- 7>&- 8>&- 9<&- &
+		cutover_w=$!
+		exec 3<&- 7>&- 8>&- 9<&-
+		cutover_ws=0
+		while :; do
+			wait "$cutover_w"
+			cutover_i=$?
+			[ $cutover_i -eq 127 ] && break
+			cutover_ws=$cutover_i
+			{ read -r cutover_l </proc/"$cutover_w"/stat; } 2>/dev/null || break
 			set -- ${cutover_l##*) }
-			case $1 in Z|X) ;; *) exec sh -c '` + killerScript + `' cutover-kill "$cutover_pg" "$cutover_rec";; esac
-		fi
-		[ -z "$cutover_rec" ] || { : >"$cutover_rec"; } 2>/dev/null
-	} 4>&- 6>&- &
-	cutover_w=$!
-	while :; do
-		wait "$cutover_w"
-		[ $? -eq 127 ] && break
-		{ read -r cutover_l </proc/"$cutover_w"/stat; } 2>/dev/null || break
-		set -- ${cutover_l##*) }
-		case $1 in Z|X) break;; T|t) sleep 0.2;; esac
-	done
+			case $1 in Z|X) break;; T|t) sleep 0.2;; esac
+		done
+		cutover_k=$((cutover_k + 1)) cutover_i=0
+		while cutover_busy "$cutover_co" "$cutover_fo" || cutover_busy "$cutover_ce" "$cutover_fe"; do
+			if [ $cutover_i -ge 10 ]; then
+				cutover_new=new
+				cutover_spawn
+				break
+			fi
+			if [ "$cutover_ws" = 0 ]; then cutover_nap 0.01; else cutover_nap 0.05; fi
+			cutover_i=$((cutover_i + 1))
+		done
+	else
+		exec 3<&- 7>&- 8>&- 9<&-
+	fi
 	printf '\n%s end\n' "$cutover_b" >&4
 	printf '\n%s end\n' "$cutover_b" >&6
 done
@@ -155,6 +287,76 @@ func shellLine(bash, tag, node string, reap bool) string {
 // errNoBash says a node has no bash for a command shell.
 var errNoBash = errors.New("no bash on the node")
 
+// shellRefused is a command shell that cutover would not use for what the node sent: output
+// before the shell's ready line that is not a boot identity, or a malformed frame. Its message
+// quotes what the node sent only bounded and escaped.
+type shellRefused struct {
+	node string
+	why  string
+}
+
+func (e *shellRefused) Error() string {
+	return e.node + ": the node's command shell is not used: " + e.why
+}
+
+// errShellGone says a command shell ended before it asked to run a command, which therefore
+// never ran: it may run elsewhere.
+var errShellGone = errors.New("the command shell ended before the command ran")
+
+// errMalformedFrame says a shell's output broke its framing.
+var errMalformedFrame = errors.New("the node's command shell sent a malformed frame")
+
+// quotedPrefix renders the start of what a node sent for an error message: at most 64 bytes
+// (a boot identity whole), quoted and escaped, with "..." when there was more.
+func quotedPrefix(b []byte) string {
+	const n = 64
+	if len(b) > n {
+		return fmt.Sprintf("%q...", b[:n])
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// ValidBoot reports whether s is a boot identity as a node's command shell reports it and as
+// Result.Boot carries it: "" (none could be read), or "UUID/STARTTIME", the kernel's boot id
+// (/proc/sys/kernel/random/boot_id: 8-4-4-4-12 lower-case hexadecimal digits) and the start
+// time of the node's process 1 (a decimal of at most 20 digits, in clock ticks since boot),
+// either of which may be empty when it could not be read, but not both. Anything else that a
+// node sends for its boot identity is refused, never journaled or compared.
+func ValidBoot(s string) bool {
+	if s == "" {
+		return true
+	}
+	id, start, ok := strings.Cut(s, "/")
+	if !ok || id == "" && start == "" || len(start) > 20 {
+		return false
+	}
+	for i := 0; i < len(start); i++ {
+		if start[i] < '0' || start[i] > '9' {
+			return false
+		}
+	}
+	if id == "" {
+		return true
+	}
+	if len(id) != 36 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // remoteShell is a command shell on a node.
 type remoteShell struct {
 	c    *sshClient
@@ -172,8 +374,42 @@ type remoteShell struct {
 	release   func()      // frees the connection's session slot
 }
 
+// bootSink keeps what a node sends before its command shell's ready line, up to maxBoot bytes;
+// over is closed once it sent more.
+type bootSink struct {
+	mu   sync.Mutex
+	buf  []byte
+	past bool
+	over chan struct{}
+}
+
+func (b *bootSink) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.past {
+		return len(p), nil
+	}
+	if room := maxBoot - len(b.buf); len(p) > room {
+		b.buf = append(b.buf, p[:room]...)
+		b.past = true
+		close(b.over)
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// kept returns what was kept, and whether the node sent more.
+func (b *bootSink) kept() ([]byte, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf...), b.past
+}
+
 // startShell opens a session and starts a command shell for tag in it, within ctx. It returns
-// errNoBash when the node has no bash.
+// errNoBash when the node has no bash, and a *shellRefused naming node when what the node sent
+// before the shell's ready line is not a boot identity (ValidBoot), is longer than one may be,
+// or breaks the framing.
 func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap bool) (*remoteShell, error) {
 	select {
 	case c.sessions <- struct{}{}:
@@ -189,8 +425,9 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 		return nil, err
 	}
 	s := &remoteShell{c: c, tag: tag, ch: ch, out: &framer{}, errs: &framer{}, ended: make(chan struct{}), status: -1, release: release}
-	var boot bytes.Buffer
-	ready := s.out.add(shellReady, &boot)
+	s.out.broke, s.errs.broke = s.close, s.close
+	boot := &bootSink{over: make(chan struct{})}
+	ready := s.out.add(shellReady, boot, false)
 	exitStatus := make(chan int, 1)
 	go func() {
 		for req := range reqs {
@@ -233,9 +470,18 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 	}()
 	select {
 	case <-ready.passed:
+	case <-boot.over:
 	case <-ctx.Done():
 		s.close()
 		return nil, ctx.Err()
+	}
+	if sent, past := boot.kept(); past {
+		s.close()
+		return nil, &shellRefused{node, fmt.Sprintf("it sent more than %d bytes before the shell's ready line: %s", maxBoot, quotedPrefix(sent))}
+	}
+	if err := s.out.problem(); err != nil {
+		s.close()
+		return nil, &shellRefused{node, "the shell's ready line: " + err.Error()}
 	}
 	if ready.status < 0 {
 		<-s.ended
@@ -244,7 +490,12 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 		}
 		return nil, c.transportError("start command shell", fmt.Errorf("the shell ended before it was ready (exit %d)", s.status))
 	}
-	s.boot = boot.String()
+	sent, _ := boot.kept()
+	if !ValidBoot(string(sent)) {
+		s.close()
+		return nil, &shellRefused{node, fmt.Sprintf("what it sent before the shell's ready line, %s, is not a boot identity (BOOT_ID/START)", quotedPrefix(sent))}
+	}
+	s.boot = string(sent)
 	return s, nil
 }
 
@@ -272,29 +523,31 @@ func (s *remoteShell) usable() bool {
 }
 
 // run runs one command in the shell, which the caller holds busy: mode "exec" for an argv line
-// run in the shell's place, "sh" for a script. It returns the command's exit status, or -1 and
-// why it has none. When ctx ends first, the command's process group is killed, and run returns
-// once the shell reports it gone (at most killWait later; a shell that does not answer by then is
-// closed, which kills the group as well).
-func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stderr io.Writer) (int, error) {
+// run in the shell's place, "sh" for a script. It returns the command's exit status and start
+// time (0 when the shell did not know it), or -1 and why it has none. When ctx ends first, the
+// command's process group is killed, and run returns once the shell reports it gone (at most
+// killWait later; a shell that does not answer by then is closed, which kills the group as
+// well). A malformed frame fails the command with errMalformedFrame and closes the shell; a
+// shell that ends before it asks to run the command returns errShellGone.
+func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stderr io.Writer) (int, uint64, error) {
 	var raw [16]byte
 	rand.Read(raw[:])
 	b := hex.EncodeToString(raw[:])
-	fo, fe := s.out.add(b, stdout), s.errs.add(b, stderr)
+	fo, fe := s.out.add(b, stdout, true), s.errs.add(b, stderr, false)
 	req := fmt.Sprintf("run %s %s %d\n%s\n", b, mode, strings.Count(script, "\n")+1, script)
 	if _, err := io.WriteString(s.ch, req); err != nil {
 		s.close()
-		return -1, fmt.Errorf("command shell: %w", err)
+		return -1, 0, fmt.Errorf("command shell: %w", err)
 	}
 	select {
 	case <-fo.asked:
 		if _, err := io.WriteString(s.ch, "go "+b+"\n"); err != nil {
 			s.close()
-			return -1, fmt.Errorf("command shell: %w", err)
+			return -1, 0, fmt.Errorf("command shell: %w", err)
 		}
-	case <-fo.passed: // the shell ended; both frames are done
+	case <-fo.passed: // the shell ended, or its output broke the framing; both frames are done
 	case <-ctx.Done():
-		return -1, s.stop(ctx, fo, fe)
+		return -1, 0, s.stop(ctx, fo, fe)
 	}
 	both := func(f, g *frame) <-chan struct{} {
 		c := make(chan struct{})
@@ -303,17 +556,27 @@ func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stde
 	}
 	select {
 	case <-both(fo, fe):
+		if err := errors.Join(s.out.problem(), s.errs.problem()); err != nil {
+			s.close()
+			return -1, 0, err
+		}
+		select {
+		case <-fo.asked:
+		default:
+			s.close()
+			return -1, 0, errShellGone
+		}
 		if fo.status < 0 || fe.status < 0 {
 			s.close()
-			return -1, s.c.transportError("command shell", errNoExitStatus)
+			return -1, 0, s.c.transportError("command shell", errNoExitStatus)
 		}
 		if _, err := io.WriteString(s.ch, "done\n"); err != nil {
 			s.close()
 		}
-		return fo.status, nil
+		return fo.status, fo.startTime, nil
 	case <-ctx.Done():
 	}
-	return -1, s.stop(ctx, fo, fe)
+	return -1, 0, s.stop(ctx, fo, fe)
 }
 
 // stop asks the shell to kill the command of frames fo and fe (or, before it ran, to skip it)
@@ -348,9 +611,11 @@ func shellSignal(status int) string {
 // frame is one command's output on one stream of a shell: it passes to sink up to the command's
 // status line, and the stream is read up to the end line.
 type frame struct {
-	start, end string // "\nBOUNDARY " and "\nBOUNDARY end\n"
+	start, end []byte // "\nBOUNDARY " and "\nBOUNDARY end\n"
 	sink       io.Writer
+	ask        bool          // the shell asks before the command runs (a command's standard output)
 	status     int           // the command's status; -1 when it has none; set before passed closes
+	startTime  uint64        // the command's start time from its status line; 0 when unknown
 	asked      chan struct{} // closed at the shell's ask (standard output only)
 	passed     chan struct{} // closed at the status line, or at the end line when there was none
 	ended      chan struct{} // closed at the end line
@@ -358,18 +623,27 @@ type frame struct {
 	isAsked    bool
 }
 
+// framerChunk bounds what the framer's buffer takes in at once.
+const framerChunk = 4096
+
 // framer splits one output stream of a shell into its commands' frames. Output outside a frame
-// (written by a process a command left running, after the command ended) is dropped.
+// (before a command's ask, between a command's status and end lines, or with no command
+// waiting) is dropped. Its buffer holds at most a chunk of input and what may still be the
+// start of a boundary's line (a boundary, its word and newline).
 type framer struct {
 	mu     sync.Mutex
 	buf    []byte
 	frames []*frame
 	failed bool
+	err    error  // why the framing broke; nil when the stream merely ended
+	broke  func() // called (in a goroutine of its own) when the framing breaks
 }
 
-// add starts the frame of the command with boundary b, after those already waiting.
-func (f *framer) add(b string, sink io.Writer) *frame {
-	fr := &frame{start: "\n" + b + " ", end: "\n" + b + " end\n", sink: sink, status: -1, asked: make(chan struct{}), passed: make(chan struct{}), ended: make(chan struct{})}
+// add starts the frame of the command with boundary b, after those already waiting; ask says
+// the shell asks before the command runs, and nothing before the ask is the command's.
+func (f *framer) add(b string, sink io.Writer, ask bool) *frame {
+	fr := &frame{start: []byte("\n" + b + " "), end: []byte("\n" + b + " end\n"), sink: sink, ask: ask, status: -1,
+		asked: make(chan struct{}), passed: make(chan struct{}), ended: make(chan struct{})}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed {
@@ -387,15 +661,26 @@ func (f *framer) add(b string, sink io.Writer) *frame {
 func (f *framer) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.buf = append(f.buf, p...)
-	f.scan()
-	return len(p), nil
+	n := len(p)
+	for len(p) > 0 && !f.failed {
+		c := min(len(p), framerChunk)
+		f.buf = append(f.buf, p[:c]...)
+		p = p[c:]
+		f.scan()
+	}
+	return n, nil
 }
 
 // fail ends every waiting frame without a status: the stream ended.
 func (f *framer) fail() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.end()
+}
+
+// end ends every waiting frame without a status and drops what is buffered; the caller holds
+// mu.
+func (f *framer) end() {
 	f.failed = true
 	for _, fr := range f.frames {
 		if !fr.isPassed {
@@ -408,51 +693,95 @@ func (f *framer) fail() {
 	f.buf = nil
 }
 
+// problem returns the error of a framing that broke, nil otherwise.
+func (f *framer) problem() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// malformed breaks the framing: every waiting frame ends without a status, and broke closes
+// the shell; the caller holds mu.
+func (f *framer) malformed(why string, word []byte) {
+	f.err = fmt.Errorf("%w: %s %s", errMalformedFrame, why, quotedPrefix(word))
+	f.end()
+	if f.broke != nil {
+		go f.broke()
+	}
+}
+
+// parseStatus reads a status line's word, "STATUS" or "STATUS START": a shell's exit status
+// (0 to 255) and a start time in clock ticks (0 when it is not a decimal that fits).
+func parseStatus(word string) (int, uint64, bool) {
+	st, start, _ := strings.Cut(word, " ")
+	if st == "" || len(st) > 3 || strings.Trim(st, "0123456789") != "" {
+		return 0, 0, false
+	}
+	n, _ := strconv.Atoi(st)
+	if n > 255 {
+		return 0, 0, false
+	}
+	t, err := strconv.ParseUint(start, 10, 64)
+	if err != nil {
+		t = 0
+	}
+	return n, t, true
+}
+
 // scan moves what the buffer holds into the frames; the caller holds mu.
 func (f *framer) scan() {
 	for len(f.frames) > 0 {
 		fr := f.frames[0]
 		if !fr.isPassed {
-			i := bytes.Index(f.buf, []byte(fr.start))
+			i := bytes.Index(f.buf, fr.start)
 			if i < 0 {
 				keep := min(len(f.buf), len(fr.start)-1)
-				fr.sink.Write(f.buf[:len(f.buf)-keep])
+				if !fr.ask || fr.isAsked {
+					fr.sink.Write(f.buf[:len(f.buf)-keep])
+				}
 				f.buf = f.buf[len(f.buf)-keep:]
 				return
 			}
 			if i > 0 {
-				fr.sink.Write(f.buf[:i])
+				if !fr.ask || fr.isAsked {
+					fr.sink.Write(f.buf[:i])
+				}
 				f.buf = f.buf[i:]
 			}
-			nl := bytes.IndexByte(f.buf[len(fr.start):], '\n')
+			rest := f.buf[len(fr.start):]
+			nl := bytes.IndexByte(rest[:min(len(rest), maxFrameWord+1)], '\n')
 			if nl < 0 {
+				if len(rest) > maxFrameWord {
+					f.malformed(fmt.Sprintf("no end of line within %d bytes of a boundary:", maxFrameWord), rest)
+				}
 				return
 			}
-			word := string(f.buf[len(fr.start) : len(fr.start)+nl])
-			if word == "ask" {
-				f.buf = f.buf[len(fr.start)+nl+1:]
-				if !fr.isAsked {
-					fr.isAsked = true
-					close(fr.asked)
-				}
+			word := rest[:nl]
+			switch {
+			case string(word) == "ask" && fr.ask && !fr.isAsked:
+				f.buf = rest[nl+1:]
+				fr.isAsked = true
+				close(fr.asked)
 				continue
-			}
-			fr.isPassed = true
-			if word == "end" {
-				f.buf = f.buf[len(fr.start)+nl+1:]
+			case string(word) == "end":
+				f.buf = rest[nl+1:]
+				fr.isPassed = true
 				close(fr.passed)
 				close(fr.ended)
 				f.frames = f.frames[1:]
 				continue
 			}
-			if n, err := strconv.Atoi(word); err == nil && n >= 0 {
-				fr.status = n
+			st, start, ok := parseStatus(string(word))
+			if !ok || fr.ask && !fr.isAsked {
+				f.malformed("a boundary's line is neither ask, end nor a status:", word)
+				return
 			}
+			fr.status, fr.startTime, fr.isPassed = st, start, true
 			// The end line follows; keep its leading newline.
-			f.buf = f.buf[len(fr.start)+nl:]
+			f.buf = rest[nl:]
 			close(fr.passed)
 		}
-		i := bytes.Index(f.buf, []byte(fr.end))
+		i := bytes.Index(f.buf, fr.end)
 		if i < 0 {
 			keep := min(len(f.buf), len(fr.end)-1)
 			f.buf = f.buf[len(f.buf)-keep:]
@@ -469,10 +798,11 @@ func (f *framer) scan() {
 // (after the reap of tag's leftovers when reap is set) where there is none yet, it serves
 // another tag, or reap is asked for; nil when the command is to have a session of its own: use
 // is false, the connection is local, the shell is busy with another command, or the node cannot
-// run one.
-func (c *Conn) shell(ctx context.Context, use bool, tag string, reap bool) *remoteShell {
+// run one. The error says why a shell that was started is not used (a *shellRefused, a
+// transport error); nil otherwise.
+func (c *Conn) shell(ctx context.Context, use bool, tag string, reap bool) (*remoteShell, error) {
 	if !use || c.ssh == nil || c.ssh.noShell.Load() || c.pool.noShell {
-		return nil
+		return nil, nil
 	}
 	bash := "bash"
 	if c.pool.shellBash != "" {
@@ -481,16 +811,17 @@ func (c *Conn) shell(ctx context.Context, use bool, tag string, reap bool) *remo
 	return c.ssh.acquireShell(ctx, bash, tag, c.name, reap)
 }
 
-// acquireShell is Conn.shell for the connection.
-func (c *sshClient) acquireShell(ctx context.Context, bash, tag, node string, reap bool) *remoteShell {
+// acquireShell is Conn.shell for the connection. A shell that fails to start, for any reason
+// but ctx, is not tried again on the connection: its commands have sessions of their own.
+func (c *sshClient) acquireShell(ctx context.Context, bash, tag, node string, reap bool) (*remoteShell, error) {
 	c.shellMu.Lock()
 	defer c.shellMu.Unlock()
 	if s := c.shell; s != nil {
 		if !s.busy.TryLock() {
-			return nil
+			return nil, nil
 		}
 		if s.usable() && s.tag == tag && !reap {
-			return s
+			return s, nil
 		}
 		s.close()
 		s.busy.Unlock()
@@ -501,19 +832,24 @@ func (c *sshClient) acquireShell(ctx context.Context, bash, tag, node string, re
 		if ctx.Err() == nil {
 			c.noShell.Store(true)
 		}
-		return nil
+		if errors.Is(err, errNoBash) {
+			err = nil
+		}
+		return nil, err
 	}
 	s.busy.Lock()
 	c.shell = s
-	return s
+	return s, nil
 }
 
 // Prepare readies the connection for the commands of the pool's command tag before they are
 // needed: over SSH, on a node that can run a command shell, it starts the connection's shell
 // (which first kills what earlier executions of the tag left running on the node, as the first
 // command would), so that the first command costs what the others do. It does nothing locally,
-// without a tag, or where the shell is busy or cannot run; a failure to start the shell is no
-// error either, since the commands then run as they would have.
+// without a tag, or where the shell is busy or cannot run. A failure to start the shell is no
+// error, since the commands then run as they would have, in sessions of their own; except that
+// a shell refused for what the node sent (output before its ready line that is not a boot
+// identity, or a broken frame) is returned, naming the node, for the caller to report.
 func (c *Conn) Prepare(ctx context.Context) error {
 	tag := c.pool.commandTag()
 	if c.ssh == nil || tag == "" {
@@ -524,11 +860,16 @@ func (c *Conn) Prepare(ctx context.Context) error {
 	c.reapMu.Lock()
 	defer c.reapMu.Unlock()
 	reap := !c.reaped[tag]
-	if sh := c.shell(ctx, true, tag, reap); sh != nil {
+	sh, err := c.shell(ctx, true, tag, reap)
+	if sh != nil {
 		sh.busy.Unlock()
 		if reap {
 			c.markReaped(tag)
 		}
+	}
+	var refused *shellRefused
+	if errors.As(err, &refused) {
+		return err
 	}
 	return ctx.Err()
 }

@@ -3,11 +3,14 @@ package nodes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,5 +253,125 @@ func TestCommandShellLateRequest(t *testing.T) {
 			t.Errorf("%s: the command ran after it was given up (%s: %v)", how, mark, err)
 		}
 		p.Close()
+	}
+}
+
+// shellProcs returns the command shell that runs the commands of cn, its copiers (its cat
+// children) and their directory, each process as "PID START".
+func shellProcs(t *testing.T, cn *nodes.Conn) (shell string, copiers []string, dir string) {
+	t.Helper()
+	res, err := cn.RunShell(context.Background(), "ps -o ppid= -p $PPID")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(res.Stdout))
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		if f := strings.Fields(string(stat[i+1:])); len(f) > 19 && f[1] == pid && strings.HasSuffix(string(stat[:i]), "(cat") {
+			copiers = append(copiers, e.Name()+" "+f[19])
+			if args, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && dir == "" {
+				if a := strings.Split(string(args), "\x00"); len(a) > 1 {
+					dir = filepath.Dir(a[1]) // cat's FIFO
+				}
+			}
+		}
+	}
+	if len(copiers) != 2 || dir == "" {
+		t.Fatalf("command shell %s: copiers %v in %q, want two in a directory", pid, copiers, dir)
+	}
+	return pid + " " + strconv.FormatUint(statStart(t, pid), 10), copiers, dir
+}
+
+// gone reports whether the process "PID START" has ended.
+func gone(proc string) bool {
+	pid, start, _ := strings.Cut(proc, " ")
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(f) < 20 || f[19] != start || f[0] == "Z"
+}
+
+// TestCommandShellCleansUp: a command shell that ends with its connection, between commands
+// or while one runs, ends its copiers and removes their directory.
+func TestCommandShellCleansUp(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	for _, running := range []bool{false, true} {
+		p := newPool(t, c, nil)
+		shell, copiers, dir := shellProcs(t, conn(t, p, "node1"))
+		if running {
+			go conn(t, p, "node1").RunShell(context.Background(), "sleep 30")
+			time.Sleep(300 * time.Millisecond)
+		}
+		p.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := os.Stat(dir)
+			if gone(shell) && gone(copiers[0]) && gone(copiers[1]) && errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("running %v: after the connection closed, shell gone %v, copiers gone %v %v, directory %s: %v",
+					running, gone(shell), gone(copiers[0]), gone(copiers[1]), dir, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestCommandShellCopiers: the command shell replaces its copiers when one is gone (killed
+// between commands) and after 256 commands, and every command keeps exactly its own output.
+func TestCommandShellCopiers(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	p := newPool(t, c, nil)
+	cn := conn(t, p, "node1")
+	ctx := context.Background()
+	_, copiers, _ := shellProcs(t, cn)
+	pid, _, _ := strings.Cut(copiers[0], " ")
+	n, _ := strconv.Atoi(pid)
+	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var replaced []string
+	for i := range 300 {
+		res, err := cn.RunShell(ctx, fmt.Sprintf("echo %d; echo e%d >&2", i, i))
+		if err != nil || string(res.Stdout) != fmt.Sprintf("%d\n", i) || string(res.Stderr) != fmt.Sprintf("e%d\n", i) || res.Boot == "" {
+			t.Fatalf("command %d: %q, %q, boot %q (%v); want its own output, in the shell", i, res.Stdout, res.Stderr, res.Boot, err)
+		}
+		if i == 0 {
+			if _, replaced, _ = shellProcs(t, cn); replaced[0] == copiers[0] || replaced[1] == copiers[1] {
+				t.Errorf("copiers %v after one was killed, want others than %v", replaced, copiers)
+			}
+		}
+	}
+	if _, now, _ := shellProcs(t, cn); now[0] == replaced[0] || now[1] == replaced[1] {
+		t.Errorf("copiers %v after 300 commands, want others than %v", now, replaced)
+	}
+}
+
+// TestCommandShellGoneBeforeAsk: a command whose shell ended before it asked to run it never
+// ran there, and runs in a session of its own instead.
+func TestCommandShellGoneBeforeAsk(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithForcedCommand(hostileShell(`printf '\ncutover-shell-ready 0\n\ncutover-shell-ready end\n'
+read -r op b rest
+printf '\n%s end\n' "$b"; printf '\n%s end\n' "$b" >&2
+exit 98`)))
+	p := newPool(t, c, nil)
+	cn := conn(t, p, "node1")
+	res, err := cn.RunShell(context.Background(), parentScript)
+	if err != nil || string(res.Stdout) != "session\n" || res.Boot != "" {
+		t.Errorf("the command: ran in %q (%v), boot %q; want a session of its own", res.Stdout, err, res.Boot)
 	}
 }
