@@ -69,7 +69,7 @@ func TestHostileProcesses(t *testing.T) {
 	}
 	out := res.Stdout + res.Stderr
 	for _, want := range []string{
-		"node3: daemons of another version run (pid " + linkedPid + " started before the run stopped the node's daemons",
+		"node3: daemons of another version run (pid " + linkedPid + ` ("/usr/bin/dash") started before the run stopped the node's daemons`,
 		"node4: daemons of another version run (pid " + versionedPid + ` runs the script "` + helper + `"`,
 	} {
 		if !strings.Contains(out, want) {
