@@ -670,12 +670,15 @@ func (s *Server) Log() string {
 // connection in a new session, so a process-group signal would miss them.
 func signalTree(root int, sig syscall.Signal) {
 	procs := descendants(root)
-	// Stop the whole tree first so nothing forks or reparents meanwhile.
+	// Stop the whole tree first so nothing forks or reparents meanwhile. A process that was
+	// already exiting cannot be stopped, and its children pass to init before the tree is
+	// listed again: they are killed as listed first (p.signal checks each is still the one
+	// listed), so that none is left stopped for ever.
 	if sig == syscall.SIGKILL {
 		for _, p := range procs {
 			p.signal(syscall.SIGSTOP)
 		}
-		procs = descendants(root)
+		procs = append(procs, descendants(root)...)
 	}
 	for _, p := range procs {
 		p.signal(sig)
