@@ -68,7 +68,9 @@ import (
 // (sshd's setsid; a shell that is not its group's leader exits shellNoBash): the shell ends them
 // with a signal to that group, which it catches itself, so no signal ever goes to a process id that
 // may have passed to another process meanwhile. The shell ends them, and removes their directory,
-// when it exits.
+// when it exits; a shell killed before it could leaves its directory, which the next shell of the
+// login removes (the directory's name holds its shell's PID namespace, pid and start time, and only
+// one whose shell is gone is removed).
 //
 // Everything the node sends is bounded and typed before it is used: the boot identity before
 // the ready line (at most maxBoot bytes, ValidBoot, else the shell is refused), each frame's
@@ -138,6 +140,7 @@ exec 4>&1 5<&0 6>&2 </dev/null >/dev/null 2>/dev/null
 ` + procStatScript + `cutover_rec= cutover_boot= cutover_init= cutover_pg= cutover_tmp= cutover_co= cutover_ce= cutover_gen=0 cutover_k=0 cutover_new=new
 { read -r cutover_l </proc/$$/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
 [ "$cutover_pg" = $$ ] || exit 97
+cutover_me=$cutover_start
 { read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null
 { read -r cutover_l </proc/1/stat; } 2>/dev/null && cutover_pstat "$cutover_l" && cutover_init=$cutover_start
 if [ -n "$cutover_tag" ]; then
@@ -186,8 +189,18 @@ cutover_copiers() {
 	cutover_spawn && cutover_alive "$cutover_co" 4 && cutover_alive "$cutover_ce" 6
 }
 cutover_nap() { read -r -t "$1" cutover_l <>"$cutover_tmp/nap"; }
-cutover_tmp=$(for cutover_d in "${TMPDIR:-/tmp}" /dev/shm "$HOME"; do mktemp -d "$cutover_d/.cutover-shell.XXXXXXXXXX" && break; done 2>/dev/null) &&
+cutover_ns=$(readlink /proc/$$/ns/pid 2>/dev/null) cutover_ns=${cutover_ns//[!0-9]/}
+cutover_tmp=$(for cutover_d in "${TMPDIR:-/tmp}" /dev/shm "$HOME"; do mktemp -d "$cutover_d/.cutover-shell-$cutover_ns-$$-$cutover_me.XXXXXXXXXX" && break; done 2>/dev/null) &&
 	mkfifo -m 600 "$cutover_tmp/nap" 2>/dev/null || exit 97
+cutover_old=()
+for cutover_f in "${cutover_tmp%/*}/.cutover-shell-$cutover_ns"-*-*.*; do
+	[ -d "$cutover_f" ] && [ -O "$cutover_f" ] && ! [ -L "$cutover_f" ] && [ "$cutover_f" != "$cutover_tmp" ] || continue
+	cutover_l=${cutover_f##*/.cutover-shell-$cutover_ns-} cutover_l=${cutover_l%%.*}
+	case $cutover_l in *-*-*|-*|*-|*[!0-9-]*) continue;; esac
+	{ read -r cutover_x </proc/${cutover_l%-*}/stat; } 2>/dev/null && cutover_pstat "$cutover_x" && [ "$cutover_start" = "${cutover_l#*-}" ] && continue
+	cutover_old+=("$cutover_f")
+done
+[ ${#cutover_old[@]} -eq 0 ] || rm -rf -- "${cutover_old[@]}" 2>/dev/null
 cutover_copiers || exit 97
 [ -n "$cutover_boot$cutover_init" ] && printf '%s/%s' "$cutover_boot" "$cutover_init" >&4
 printf '\n%s 0\n\n%s end\n' ` + shellReady + ` ` + shellReady + ` >&4

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -302,10 +303,40 @@ func gone(proc string) bool {
 }
 
 // TestCommandShellCleansUp: a command shell that ends with its connection, between commands
-// or while one runs, ends its copiers and removes their directory.
+// or while one runs, ends its copiers and removes their directory; the directory of a shell
+// that could not (killed) is removed by the next shell of the login, and that of a shell that
+// still runs is left alone.
 func TestCommandShellCleansUp(t *testing.T) {
 	t.Parallel()
 	c := sshdtest.Start(t, 1)
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns = strings.Map(func(r rune) rune {
+		if r < '0' || r > '9' {
+			return -1
+		}
+		return r
+	}, ns)
+	u, err := user.Lookup(c.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	self := strconv.Itoa(os.Getpid())
+	var left []string
+	for _, owner := range []string{"4194305-1", self + "-" + strconv.FormatUint(statStart(t, self), 10)} {
+		d := fmt.Sprintf("/tmp/.cutover-shell-%s-%s.%d", ns, owner, time.Now().UnixNano())
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, uid, -1); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(d) })
+		left = append(left, d)
+	}
 	for _, running := range []bool{false, true} {
 		p := newPool(t, c, nil)
 		shell, copiers, dir := shellProcs(t, conn(t, p, "node1"))
@@ -326,6 +357,12 @@ func TestCommandShellCleansUp(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	if _, err := os.Stat(left[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the directory of a shell that is gone, %s: %v; want it removed", left[0], err)
+	}
+	if _, err := os.Stat(left[1]); err != nil {
+		t.Errorf("the directory of a shell that runs, %s: %v; want it left alone", left[1], err)
 	}
 }
 
