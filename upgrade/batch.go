@@ -290,18 +290,7 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 }
 
 // failedNodes lists the nodes that failed in a batch of this run, in any execution of it.
-func (r *Run) failedNodes() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for k := range r.facts {
-		if n, ok := strings.CutPrefix(k, factFailedPrefix); ok {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+func (r *Run) failedNodes() []string { return r.factNodes(factFailedPrefix) }
 
 // toleratedError is a batch failure within the failure budget: the runner records it, goes
 // on, and ends the run with exit 3 naming the nodes.

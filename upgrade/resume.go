@@ -307,12 +307,15 @@ func masterTally(voters []nodes.Node, skipped []string, answers map[string]strin
 }
 
 // skippedNodes are the nodes declared gone for the run (--skip-node) in any execution, sorted.
-func (r *Run) skippedNodes() []string {
+func (r *Run) skippedNodes() []string { return r.factNodes(factSkippedPrefix) }
+
+// factNodes are the nodes named by the run's facts under prefix ("PREFIXnode"), sorted.
+func (r *Run) factNodes(prefix string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for k := range r.facts {
-		if n, ok := strings.CutPrefix(k, factSkippedPrefix); ok {
+		if n, ok := strings.CutPrefix(k, prefix); ok {
 			out = append(out, n)
 		}
 	}
