@@ -63,8 +63,10 @@ func TestStageAndPrune(t *testing.T) {
 
 	// Live 1.2.0, previous 1.1.0: with --keep=0 only 1.0.0 goes.
 	res = cutover(t, c, "prune", "--keep=0", "--dry-run")
-	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "would remove") || strings.Contains(res.Stdout, "1.1.0") {
-		t.Errorf("prune --dry-run: exit %d, want 1.0.0 listed and 1.1.0 kept", res.ExitCode)
+	_, removed, listed := strings.Cut(res.Stdout, "would remove:")
+	if res.ExitCode != 0 || !listed || !strings.Contains(removed, "1.0.0") || strings.Contains(removed, "1.1.0") ||
+		!strings.Contains(res.Stdout, "kept: 1.1.0 the previous version") {
+		t.Errorf("prune --dry-run: exit %d, want 1.0.0 listed and 1.1.0 kept as the previous version", res.ExitCode)
 	}
 	for _, n := range online(c) {
 		must(t, c, n, "test -d /usr/lib/demoapp/1.0.0 && test -d /usr/share/demoapp/1.0.0")
