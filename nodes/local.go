@@ -329,18 +329,26 @@ func statStart(data []byte) uint64 {
 	return n
 }
 
-// LocalBoot is this host's boot identity, as a node's command shell reports its own
-// (Result.Boot): the kernel's boot id and the start time of process 1, "BOOTID/START"; ""
-// when neither can be read. It is read once: it cannot change while cutover runs.
+// BootIdentity makes a boot identity, as a command shell reports it (Result.Boot), of the
+// contents of /proc/sys/kernel/random/boot_id and /proc/1/stat: the kernel's boot id and the
+// start time of process 1, "BOOTID/START"; either may be missing. "" when neither could be read,
+// or when what was read is not a boot identity (ValidBoot): a node is an untrusted peer, and
+// what it serves in place of those files is no identity.
+func BootIdentity(bootID, initStat []byte) string {
+	id, start := strings.TrimSpace(string(bootID)), ""
+	if n := statStart(initStat); n > 0 {
+		start = strconv.FormatUint(n, 10)
+	}
+	if b := id + "/" + start; b != "/" && ValidBoot(b) {
+		return b
+	}
+	return ""
+}
+
+// LocalBoot is this host's boot identity (BootIdentity). It is read once: it cannot change
+// while cutover runs.
 var LocalBoot = sync.OnceValue(func() string {
 	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	stat, _ := os.ReadFile("/proc/1/stat")
-	b, start := strings.TrimSpace(string(id)), ""
-	if n := statStart(stat); n > 0 {
-		start = strconv.FormatUint(n, 10)
-	}
-	if b == "" && start == "" {
-		return ""
-	}
-	return b + "/" + start
+	return BootIdentity(id, stat)
 })

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cutover/cutover/nodes"
 )
 
 // Which processes are the application's daemons, and which of those are of another version
@@ -94,7 +96,7 @@ cd /proc || exit 1
 { find [0-9]*/exe -maxdepth 0 -printf '%h %U %l\000' 2>/dev/null; [ $? -ne 126 ] ||
 	find . -mindepth 2 -maxdepth 2 -name exe -printf '%h %U %l\000' 2>/dev/null; } | tr '\n\000' '\001\n' | {
 ip= mp=
-intree() { case $1 in "$r"/*) [ -n "$r" ];; "$s"/*) [ -n "$s" ];; *) false;; esac; }
+intree() { case $1 in "$r"/*) [ -n "$r" ] && return;; esac; case $1 in "$s"/*) [ -n "$s" ];; *) false;; esac; }
 while read -r d o e; do
 	d=${d#./}
 	case $d in ''|*[!0-9]*) continue;; esac
@@ -229,7 +231,7 @@ func parseProcListing(out []byte) (procListing, error) {
 		case "E":
 			ended = true
 		case "B":
-			if !validBoot(rest) {
+			if !nodes.ValidBoot(rest) {
 				return l, fmt.Errorf("the process listing's boot identity is malformed: %s", escapeShort(rest))
 			}
 			l.boot = rest
@@ -486,33 +488,4 @@ func judge(l procListing, lib, share string, isVersion func(string) bool, since 
 	}
 	j.others = append(j.others, l.others...)
 	return j
-}
-
-// validBoot accepts a boot identity as a node gives it: "", or "BOOTID/START" where BOOTID is
-// the kernel's boot id (a UUID) or "" and START a decimal or "".
-func validBoot(s string) bool {
-	if s == "" {
-		return true
-	}
-	id, start, ok := strings.Cut(s, "/")
-	if !ok || len(start) > 20 || strings.TrimLeft(start, "0123456789") != "" {
-		return false
-	}
-	if id == "" {
-		return start != ""
-	}
-	if len(id) != 36 {
-		return false
-	}
-	for i, c := range id {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f'):
-			return false
-		}
-	}
-	return true
 }

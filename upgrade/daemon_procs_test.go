@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cutover/cutover/nodes"
 )
 
 // TestProcScriptOnRealProcesses runs the listing and the kill on this machine against real
@@ -143,7 +145,7 @@ func TestProcScriptOnRealProcesses(t *testing.T) {
 		t.Fatalf("listing: %v", err)
 	}
 	l.pidGlobs = true
-	if !validBoot(l.boot) || l.boot == "" {
+	if !nodes.ValidBoot(l.boot) || l.boot == "" {
 		t.Errorf("boot identity %q", l.boot)
 	}
 	if _, ok := l.procs[1]; ok && l.procs[1].exe != "" && strings.Contains(l.procs[1].exe, "evil") {
@@ -262,18 +264,5 @@ func TestParseProcListing(t *testing.T) {
 	p := l.procs[77]
 	if p == nil || p.exe != "/usr/bin/x y\nz" || !slices.Equal(p.args, []string{"a\nb"}) || !slices.Equal(p.maps, []string{"/usr/lib/app/1.0/a b"}) || !l.pidFiles[77] {
 		t.Errorf("listing read as %+v, process %+v", l, p)
-	}
-}
-
-// TestValidBoot accepts a boot identity as the kernel gives it and nothing else.
-func TestValidBoot(t *testing.T) {
-	for s, want := range map[string]bool{
-		"": true, bootA + "/77": true, bootA + "/": true, "/77": true,
-		"b1/77": false, "/": false, bootA: false, strings.ToUpper(bootA) + "/1": false, bootA + "/7 7": false,
-		bootA + "/" + strings.Repeat("1", 21): false, bootA + "\n/1": false,
-	} {
-		if got := validBoot(s); got != want {
-			t.Errorf("validBoot(%q) = %v, want %v", s, got, want)
-		}
 	}
 }

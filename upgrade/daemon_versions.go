@@ -33,28 +33,6 @@ const (
 	initStatPath = "/proc/1/stat"
 )
 
-// bootIdentity makes a node's boot identity of the contents of bootIDPath and initStatPath;
-// either may be missing. "" means it could not be read at all, or what was read is not a boot
-// identity.
-func bootIdentity(bootID, initStat []byte) string {
-	id := strings.TrimSpace(string(bootID))
-	start := ""
-	if i := strings.LastIndexByte(string(initStat), ')'); i >= 0 {
-		// The fields after the command name: state is the 3rd of the line, starttime the 22nd.
-		if f := strings.Fields(string(initStat[i+1:])); len(f) > 19 {
-			start = f[19]
-		}
-	}
-	if id == "" && start == "" {
-		return ""
-	}
-	// A node is an untrusted peer: what is not a boot identity is none (docs/design.md §9).
-	if b := id + "/" + start; validBoot(b) {
-		return b
-	}
-	return ""
-}
-
 // factBootPrefix keys the journal's fact of each node's boot identity when the run first
 // stopped its daemons: `cutover status` names the nodes that booted since.
 const factBootPrefix = "boot."
@@ -107,7 +85,7 @@ func (r *Run) readBoot(c Conn, node string) string {
 func nodeBoot(c Conn) (string, error) {
 	id, err1 := c.ReadFile(bootIDPath)
 	stat, err2 := c.ReadFile(initStatPath)
-	return bootIdentity(id, stat), errors.Join(err1, err2)
+	return nodes.BootIdentity(id, stat), errors.Join(err1, err2)
 }
 
 // stoppedAt records the boot identity node had when its daemons were stopped; the first one
@@ -261,7 +239,7 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 				r.up = map[string]time.Time{}
 			}
 			r.up[node] = time.Now()
-		} else if res.Start > 0 && res.Boot != "" && validBoot(res.Boot) {
+		} else if res.Start > 0 && res.Boot != "" && nodes.ValidBoot(res.Boot) {
 			if r.stopped == nil {
 				r.stopped = map[string]startRef{}
 			}

@@ -248,21 +248,21 @@ func TestBootIdentity(t *testing.T) {
 	stat := func(start string) []byte {
 		return []byte("1 (tini (x) y) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 " + start + " 1000 10\n")
 	}
-	if a, b := bootIdentity([]byte(bootA+"\n"), stat("500")), bootIdentity([]byte(bootA+"\n"), stat("900")); a == b {
+	if a, b := nodes.BootIdentity([]byte(bootA+"\n"), stat("500")), nodes.BootIdentity([]byte(bootA+"\n"), stat("900")); a == b {
 		t.Errorf("a container started again keeps its identity %q", a)
 	}
-	if got := bootIdentity([]byte(bootA+"\n"), stat("500")); got != bootA+"/500" {
+	if got := nodes.BootIdentity([]byte(bootA+"\n"), stat("500")); got != bootA+"/500" {
 		t.Errorf("bootIdentity = %q, want %s/500", got, bootA)
 	}
-	if got := bootIdentity(nil, nil); got != "" {
+	if got := nodes.BootIdentity(nil, nil); got != "" {
 		t.Errorf("bootIdentity of nothing = %q, want \"\"", got)
 	}
-	if got := bootIdentity([]byte(bootA), nil); got != bootA+"/" {
+	if got := nodes.BootIdentity([]byte(bootA), nil); got != bootA+"/" {
 		t.Errorf("bootIdentity without /proc/1/stat = %q, want %s/", got, bootA)
 	}
 	// What a node serves in place of its boot id is no identity: nothing of it is journaled.
 	for _, forged := range []string{"b1", strings.Repeat("f", 1<<20), bootA + "\n1 /usr/lib/app/1.0", "\x1b[2J"} {
-		if got := bootIdentity([]byte(forged), stat("500")); got != "" {
+		if got := nodes.BootIdentity([]byte(forged), stat("500")); got != "" {
 			t.Errorf("bootIdentity of a forged boot id %s = %q, want \"\"", escapeShort(forged), escapeShort(got))
 		}
 	}
