@@ -133,12 +133,14 @@ ganeti-reboots: deps images
 	CUTOVER_GANETI_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 600m -v -run '^TestGaneti$$/^(reboot|node_cut)' ./test/ganeti/
 
 # The demo and the test cluster by hand (test/cluster/clusterctl). NAME names the cluster,
-# NODE a node (node1 is the master), CMD a shell command to run on it.
+# NODE a node (node1 is the master), CMD a shell command to run on it. BARE=1 starts the
+# cluster without the demo application, for trying an application of your own (docs/guide.md,
+# "Trying it in containers"); SRC and DST are what node-cp copies from this machine to NODE.
 NAME       ?= cutover-demo
 NODES      ?= 4
 CLUSTERCTL  = $(GO) run ./test/cluster/clusterctl -name "$(NAME)"
 
-.PHONY: cluster-up cluster-down cluster-status node-exec \
+.PHONY: cluster-up cluster-down cluster-status node-exec node-cp \
 	node-reboot node-crash node-poweroff node-poweron node-cut node-heal
 
 demo: deps deb
@@ -168,7 +170,7 @@ ganeti-down:
 	test/ganeti/ganeti-cluster "$(GANETI_NAME)" down
 
 cluster-up: deps
-	$(CLUSTERCTL) up -nodes "$(NODES)"
+	$(CLUSTERCTL) up -nodes "$(NODES)" $(if $(filter-out 0,$(BARE)),-bare)
 
 cluster-down:
 	$(CLUSTERCTL) down
@@ -185,3 +187,9 @@ node-exec: export CLUSTER_CMD = $(value CMD)
 node-exec:
 	@test -n "$(NODE)" && test -n "$$CLUSTER_CMD" || { echo "usage: make $@ NODE=node1 CMD='...' [NAME=$(NAME)]" >&2; exit 2; }
 	@$(CLUSTERCTL) exec "$(NODE)" "$$CLUSTER_CMD"
+
+node-cp: export CLUSTER_SRC = $(value SRC)
+node-cp: export CLUSTER_DST = $(value DST)
+node-cp:
+	@test -n "$(NODE)" && test -n "$$CLUSTER_SRC" && test -n "$$CLUSTER_DST" || { echo "usage: make $@ NODE=node1 SRC=FILE-OR-DIR DST=/PATH [NAME=$(NAME)]" >&2; exit 2; }
+	@$(CLUSTERCTL) cp "$$CLUSTER_SRC" "$(NODE):$$CLUSTER_DST"

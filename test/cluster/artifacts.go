@@ -31,8 +31,9 @@ var shared struct {
 
 // acquireArtifacts returns the binaries for a new cluster, building what this process has not
 // built yet, and the function that gives them back. deb, when set, is used instead of building
-// cutover's package.
-func acquireArtifacts(ctx context.Context, deb string) (_ *artifacts, release func(), err error) {
+// cutover's package; the demo application is built only when demo is set (its bins are nil
+// otherwise, unless this process built them for another cluster).
+func acquireArtifacts(ctx context.Context, deb string, demo bool) (_ *artifacts, release func(), err error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	defer func() {
@@ -59,7 +60,7 @@ func acquireArtifacts(ctx context.Context, deb string) (_ *artifacts, release fu
 	// The two builds are independent: run them side by side.
 	var wg sync.WaitGroup
 	var berr, cerr error
-	if shared.bins == nil {
+	if demo && shared.bins == nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -55,6 +55,11 @@ type Options struct {
 	Missing map[string][]string
 	// Live is the version every node runs at first; empty means "1.0.0".
 	Live string
+	// Bare starts the nodes without the demo application: sshd, root's key on the master and
+	// its known_hosts, cron, and cutover's package on the master, but no application, no
+	// /etc/cutover/cutover.toml and no daemon, for trying an application of one's own. Live
+	// and Missing must then be empty.
+	Bare bool
 	// Package is the path of cutover's Debian package, installed on the master with dpkg -i;
 	// empty means $CUTOVER_TEST_DEB, or else one built from this module (once per process).
 	Package string
@@ -114,6 +119,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Nodes < 1 || o.Nodes > maxNodes {
 		return o, fmt.Errorf("cluster %s: %d nodes: want 1 to %d", o.Name, o.Nodes, maxNodes)
 	}
+	if o.Bare {
+		if o.Live != "" || len(o.Missing) > 0 {
+			return o, fmt.Errorf("cluster %s: a bare cluster has no demo application: its live and missing versions do not apply", o.Name)
+		}
+		return o.withCommonDefaults(), nil
+	}
 	if o.Live == "" {
 		o.Live = "1.0.0"
 	}
@@ -134,6 +145,11 @@ func (o Options) withDefaults() (Options, error) {
 			}
 		}
 	}
+	return o.withCommonDefaults(), nil
+}
+
+// withCommonDefaults fills in the defaults of a demo cluster and a bare one alike.
+func (o Options) withCommonDefaults() Options {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -142,7 +158,7 @@ func (o Options) withDefaults() (Options, error) {
 		// $CUTOVER_DEB is the release package, which has none.
 		o.Package = os.Getenv("CUTOVER_TEST_DEB")
 	}
-	return o, nil
+	return o
 }
 
 // nodeNumber returns K for "nodeK".
@@ -158,13 +174,17 @@ func nodeNumber(name string) (int, bool) {
 // nodeName returns "nodeK".
 func nodeName(k int) string { return "node" + strconv.Itoa(k) }
 
-// specs returns what to install on each node: every version but the missing ones.
-func (o Options) specs(nodes []Node) []demoapp.NodeSpec {
+// specs returns what to install on each node: every version but the missing ones; nil for
+// a bare cluster.
+func (o Options) specs(nodes []Node) []*demoapp.NodeSpec {
+	if o.Bare {
+		return make([]*demoapp.NodeSpec, len(nodes))
+	}
 	addrs := make([]demoapp.NodeAddr, len(nodes))
 	for i, n := range nodes {
 		addrs[i] = demoapp.NodeAddr{Name: n.Name, Address: n.Address}
 	}
-	specs := make([]demoapp.NodeSpec, len(nodes))
+	specs := make([]*demoapp.NodeSpec, len(nodes))
 	for i, n := range nodes {
 		var versions []string
 		for _, v := range demoapp.Versions {
@@ -172,7 +192,7 @@ func (o Options) specs(nodes []Node) []demoapp.NodeSpec {
 				versions = append(versions, v)
 			}
 		}
-		specs[i] = demoapp.NodeSpec{
+		specs[i] = &demoapp.NodeSpec{
 			Name:     n.Name,
 			Master:   nodes[0].Name,
 			Nodes:    addrs,
@@ -184,9 +204,10 @@ func (o Options) specs(nodes []Node) []demoapp.NodeSpec {
 }
 
 // Start starts a cluster: the node image (built once, then cached), a network, one container
-// per node with the demo application staged before its first boot, root's SSH key on the master
-// and known_hosts for every node, and cutover's package installed on the master with dpkg -i. It returns when every
-// node's sshd accepts the master's key and every demo daemon runs. Leftovers of an earlier
+// per node with the demo application staged before its first boot (none when opts.Bare), root's
+// SSH key on the master and known_hosts for every node, and cutover's package installed on the
+// master with dpkg -i. It returns when every node's sshd accepts the master's key and every
+// demo daemon runs. Leftovers of an earlier
 // cluster of the same name are removed first; on failure, Start removes what it made.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	opts, err = opts.withDefaults()
@@ -217,7 +238,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	go func() {
 		defer wg.Done()
 		t := time.Now()
-		art, c.release, aerr = acquireArtifacts(ctx, opts.Package)
+		art, c.release, aerr = acquireArtifacts(ctx, opts.Package, !opts.Bare)
 		if aerr == nil {
 			logf("cluster %s: binaries ready in %s", opts.Name, since(t))
 		}
@@ -294,6 +315,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	logf("cluster %s: cutover's package installed on %s in %s", opts.Name, c.Master, since(t))
 
+	if opts.Bare {
+		logf("cluster %s: bare, without an application; cluster up in %s", opts.Name, since(begin))
+		return c, nil
+	}
 	t = time.Now()
 	err = forEach(c.Nodes, func(_ int, n Node) error { return c.WaitDaemon(ctx, n.Name) })
 	if err != nil {

@@ -12,6 +12,10 @@
 // configuration at /etc/cutover/cutover.toml. Every node trusts the master's key. Nodes find each
 // other through /etc/hosts; there is no DNS and the network has no way out of the machine.
 //
+// With [Options].Bare the nodes get no demo application, no cutover.toml and no daemon: the
+// rest is the same, for trying an application of one's own (docs/guide.md, "Trying it in
+// containers", which an end-to-end test runs as written).
+//
 // Node K is called nodeK and has the address 10.77.N.(10+K) on the cluster's own /24, where N is
 // derived from the cluster's name and moves on when another network already holds it.
 //
@@ -19,6 +23,7 @@
 //
 // [Cluster.Exec], [Cluster.Shell] and [Cluster.Cutover] run commands through docker exec. Their
 // error reports only a failure of Docker itself; the command's own outcome is in [Result].
+// [Cluster.CopyIn] copies a file or directory of this machine to a node, as cp -R does.
 //
 // # Faults
 //

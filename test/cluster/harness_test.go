@@ -38,6 +38,10 @@ func TestOptionsWithDefaults(t *testing.T) {
 		{"missing on bad name", Options{Name: "c1", Missing: map[string][]string{"node01": {"1.2.0"}}}, Options{}, "node01"},
 		{"missing unknown version", Options{Name: "c1", Missing: map[string][]string{"node2": {"2.0.0"}}}, Options{}, "2.0.0"},
 		{"missing live version", Options{Name: "c1", Missing: map[string][]string{"node2": {"1.0.0"}}}, Options{}, "live version 1.0.0 cannot be missing"},
+		{"bare", Options{Name: "c1", Nodes: 2, Bare: true}, Options{Nodes: 2}, ""},
+		{"bare with a live version", Options{Name: "c1", Bare: true, Live: "1.0.0"}, Options{}, "a bare cluster has no demo application"},
+		{"bare with missing versions", Options{Name: "c1", Bare: true, Missing: map[string][]string{"node2": {"1.2.0"}}}, Options{}, "a bare cluster has no demo application"},
+		{"bare with too many nodes", Options{Name: "c1", Bare: true, Nodes: maxNodes + 1}, Options{}, "nodes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,12 +297,13 @@ func TestStageTree(t *testing.T) {
 	}
 	specs := opts.specs(testNodes(4))
 	tests := []struct {
-		spec       demoapp.NodeSpec
+		name       string
+		spec       *demoapp.NodeSpec // nil: a bare node
 		master     bool
 		want       map[string]tarEntry // entries that must be there
 		wantAbsent []string
 	}{
-		{specs[0], true, map[string]tarEntry{
+		{"node1", specs[0], true, map[string]tarEntry{
 			"./":                          {tar.TypeDir, 0o755, "", 0},
 			"./root/":                     {tar.TypeDir, 0o700, "", 0},
 			"./root/.ssh/":                {tar.TypeDir, 0o700, "", 0},
@@ -309,14 +314,24 @@ func TestStageTree(t *testing.T) {
 			"./usr/lib/demoapp/default":   {tar.TypeSymlink, 0o777, "/etc/demoapp/lib", 0},
 			"./usr/lib/demoapp/1.2.0/":    {tar.TypeDir, 0o755, "", 0},
 		}, nil},
-		{specs[2], false, map[string]tarEntry{
+		{"node3", specs[2], false, map[string]tarEntry{
 			"./root/.ssh/authorized_keys": {tar.TypeReg, 0o600, "", 0},
 			"./etc/demoapp/share":         {tar.TypeSymlink, 0o777, "/usr/share/demoapp/1.0.0", 0},
 			"./usr/lib/demoapp/1.1.0/":    {tar.TypeDir, 0o755, "", 0},
 		}, []string{"./root/.ssh/id_ed25519", "./var/cache/cutover.deb", "./usr/sbin/cutover", "./usr/lib/demoapp/1.2.0/", "./usr/share/demoapp/1.2.0/", "./etc/cutover/cutover.toml"}},
+		{"bare master", nil, true, map[string]tarEntry{
+			"./":                          {tar.TypeDir, 0o755, "", 0},
+			"./root/.ssh/":                {tar.TypeDir, 0o700, "", 0},
+			"./root/.ssh/authorized_keys": {tar.TypeReg, 0o600, "", 0},
+			"./root/.ssh/id_ed25519":      {tar.TypeReg, 0o600, "", 0},
+			"./var/cache/cutover.deb":     {tar.TypeReg, 0o644, "", 0},
+		}, []string{"./etc/demoapp/", "./usr/lib/demoapp/", "./var/lib/demoapp/", "./etc/boot.d/demoapp", "./etc/cutover/cutover.toml", "./etc/cutover/"}},
+		{"bare node", nil, false, map[string]tarEntry{
+			"./root/.ssh/authorized_keys": {tar.TypeReg, 0o600, "", 0},
+		}, []string{"./root/.ssh/id_ed25519", "./var/cache/cutover.deb", "./etc/demoapp/", "./usr/lib/demoapp/", "./etc/boot.d/demoapp"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.spec.Name, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
 			// A careless staging directory mode must not reach the node's /.

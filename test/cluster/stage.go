@@ -43,8 +43,9 @@ var systemDirModes = map[string]int64{
 var mergedUsr = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
 // stage writes node n's installation into its (created, not yet started) container: the demo
-// application, root's SSH files and, on the master, cutover's package (installed after boot).
-func (c *Cluster) stage(ctx context.Context, n Node, art *artifacts, spec demoapp.NodeSpec, key masterKey) error {
+// application (unless spec is nil), root's SSH files and, on the master, cutover's package
+// (installed after boot).
+func (c *Cluster) stage(ctx context.Context, n Node, art *artifacts, spec *demoapp.NodeSpec, key masterKey) error {
 	root, err := os.MkdirTemp("", "cutover-stage-"+n.Name+"-")
 	if err != nil {
 		return fmt.Errorf("%s: stage: %w", n.Name, err)
@@ -59,10 +60,13 @@ func (c *Cluster) stage(ctx context.Context, n Node, art *artifacts, spec demoap
 	return nil
 }
 
-// stageTree writes under root what one node gets, as it will lie under the node's /.
-func stageTree(root string, art *artifacts, spec demoapp.NodeSpec, key masterKey, master bool) error {
-	if err := demoapp.Stage(root, art.bins, spec); err != nil {
-		return fmt.Errorf("demo application: %w", err)
+// stageTree writes under root what one node gets, as it will lie under the node's /: the demo
+// application as spec says, none when spec is nil.
+func stageTree(root string, art *artifacts, spec *demoapp.NodeSpec, key masterKey, master bool) error {
+	if spec != nil {
+		if err := demoapp.Stage(root, art.bins, *spec); err != nil {
+			return fmt.Errorf("demo application: %w", err)
+		}
 	}
 	type file struct {
 		path string

@@ -19,14 +19,9 @@ import (
 // logged with its duration. When the test failed, the nodes' logs are logged before tear-down.
 func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := prerequisites(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("test cluster: %v", err)
-		}
-		t.Skipf("test cluster: %v (with CI=true this is a failure)", err)
-	}
 	if opts.Name == "" {
 		opts.Name = nameFor(t.Name())
 	}
@@ -58,6 +53,24 @@ func New(t testing.TB, opts Options) *Cluster {
 	}
 	return c
 }
+
+// Require skips the test when this machine cannot run a cluster (no usable Docker or
+// debootstrap), or fails it when the environment variable CI is "true", for a test that starts
+// its cluster by other means than [New] (clusterctl, the Makefile's targets).
+func Require(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := prerequisites(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("test cluster: %v", err)
+		}
+		t.Skipf("test cluster: %v (with CI=true this is a failure)", err)
+	}
+}
+
+// Name returns the name [New] gives the cluster of the test called testName.
+func Name(testName string) string { return nameFor(testName) }
 
 // prerequisites checks that this machine can run a cluster: Docker answers, iproute2 is there,
 // dpkg-deb is there to build cutover's package unless $CUTOVER_TEST_DEB names one, and debootstrap

@@ -3,11 +3,13 @@
 // reproducing a failure.
 //
 //	clusterctl [-name NAME] up [-nodes N] [-live VERSION] [-package FILE] [-missing VERSIONS]
+//	clusterctl [-name NAME] up -bare [-nodes N] [-package FILE]
 //	clusterctl [-name NAME] release NODE VERSION PATH
 //	clusterctl [-name NAME] down
 //	clusterctl [-name NAME] status
 //	clusterctl [-name NAME] reboot|crash|poweroff|poweron|cut|heal NODE
 //	clusterctl [-name NAME] exec NODE SCRIPT
+//	clusterctl [-name NAME] cp SRC NODE:PATH
 //
 // NAME defaults to $CUTOVER_CLUSTER, then cutover-demo. Every command prints what it did; exec
 // prints the script's output and exits with its exit code.
@@ -33,6 +35,9 @@ const usage = `usage:
   clusterctl [-name NAME] up [-nodes N] [-live VERSION] [-package FILE] [-missing V,...]
                                                            start a cluster (removes an old one of that name)
                                                            without the demo versions V on any node
+  clusterctl [-name NAME] up -bare [-nodes N] [-package FILE]
+                                                           the same without the demo application: sshd,
+                                                           keys, cron and cutover on the master only
   clusterctl [-name NAME] release NODE VERSION PATH        write the demo application's VERSION as a
                                                            release tarball to PATH on NODE
   clusterctl [-name NAME] down                             remove it
@@ -44,6 +49,8 @@ const usage = `usage:
   clusterctl [-name NAME] cut NODE                         take NODE's link down (it keeps running)
   clusterctl [-name NAME] heal NODE                        bring NODE's link up again
   clusterctl [-name NAME] exec NODE SCRIPT                 run SCRIPT with sh -c on NODE
+  clusterctl [-name NAME] cp SRC NODE:PATH                 copy the local file or directory SRC to PATH
+                                                           on NODE, as cp -R does, owned by root
 `
 
 func main() {
@@ -86,6 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		deb := up.String("package", "", "cutover's Debian package for the master (default: build one)")
 		without := up.String("missing", "", "comma-separated demo versions installed on no node")
 		live := up.String("live", "", "the version every node runs at first (default 1.0.0)")
+		bare := up.Bool("bare", false, "no demo application: for trying an application of your own")
 		if err := up.Parse(args); err != nil || up.NArg() != 0 {
 			fmt.Fprint(stderr, usage)
 			return 2
@@ -96,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				missing[fmt.Sprintf("node%d", k)] = strings.Split(*without, ",")
 			}
 		}
-		c, err := cluster.Start(ctx, cluster.Options{Name: name, Nodes: *nodes, Live: *live, Package: *deb, Missing: missing, Logf: logf})
+		c, err := cluster.Start(ctx, cluster.Options{Name: name, Nodes: *nodes, Live: *live, Package: *deb, Missing: missing, Bare: *bare, Logf: logf})
 		if err != nil {
 			return fail(err)
 		}
@@ -146,6 +154,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return res.ExitCode
 	}
 
+	if cmd == "cp" {
+		return copyIn(ctx, name, args, stdout, stderr)
+	}
 	if cmd == "release" {
 		if len(args) != 3 {
 			fmt.Fprint(stderr, usage)
@@ -184,6 +195,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	fmt.Fprintf(stdout, "cluster %s: %s %s done in %s\n", name, cmd, args[0], time.Since(start).Round(10*time.Millisecond))
+	return 0
+}
+
+// copyIn runs clusterctl cp SRC NODE:PATH.
+func copyIn(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	node, dst, ok := "", "", len(args) == 2
+	if ok {
+		node, dst, ok = strings.Cut(args[1], ":")
+	}
+	if !ok || args[0] == "" || node == "" || dst == "" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	c, err := cluster.Attach(ctx, name)
+	if err == nil {
+		err = c.CopyIn(ctx, node, args[0], dst)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "clusterctl: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "cluster %s: %s: copied %s to %s\n", name, node, args[0], dst)
 	return 0
 }
 
