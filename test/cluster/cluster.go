@@ -38,6 +38,9 @@ const (
 // DefaultNodes is the number of nodes of a cluster whose [Options] do not say.
 const DefaultNodes = 4
 
+// DefaultLive is the demo version a cluster's nodes run at first when its [Options] do not say.
+const DefaultLive = "1.0.0"
+
 // maxNodes keeps node addresses (10 + K) inside the /24.
 const maxNodes = 40
 
@@ -53,7 +56,7 @@ type Options struct {
 	// Missing lists, per node, versions of the demo application NOT installed there,
 	// e.g. {"node3": {"1.2.0"}}.
 	Missing map[string][]string
-	// Live is the version every node runs at first; empty means "1.0.0".
+	// Live is the version every node runs at first; empty means DefaultLive.
 	Live string
 	// Bare starts the nodes without the demo application: sshd, root's key on the master and
 	// its known_hosts, cron, and cutover's package on the master, but no application, no
@@ -126,7 +129,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o.withCommonDefaults(), nil
 	}
 	if o.Live == "" {
-		o.Live = "1.0.0"
+		o.Live = DefaultLive
 	}
 	if !slices.Contains(demoapp.Versions, o.Live) {
 		return o, fmt.Errorf("cluster %s: live version %q is not a demo application version %v", o.Name, o.Live, demoapp.Versions)
