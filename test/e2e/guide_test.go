@@ -21,7 +21,7 @@ import (
 var guideStep = regexp.MustCompile("(?s)<!-- example: containers ([a-z]+) -->\n```sh\n(.*?)```")
 
 // guideSteps are the chapter's steps, in the order the guide gives them.
-var guideSteps = []string{"up", "build", "config", "install", "upgrade", "down"}
+var guideSteps = []string{"up", "build", "config", "install", "upgrade", "downgrade", "down"}
 
 // guideName is the line of the guide's first step that names the cluster; the test gives its
 // cluster a name of its own instead, so that it never touches a cluster of the reader's.
@@ -30,8 +30,9 @@ const guideName = "export NAME=shop\n"
 // TestGuideContainers runs the guide's "Trying it in containers" as written, through the
 // Makefile's targets: a bare cluster of two nodes, shop 2.3.1 installed by hand, 2.4.0 staged and
 // switched to by cutover; then checks the outcome (both nodes' links at 2.4.0, the config
-// migrated, shopd 2.4.0 serving, no demo application anywhere, the run done in the journal)
-// and runs the last step, which removes the cluster and the work directory.
+// migrated, shopd 2.4.0 serving, no demo application anywhere, the run done in the journal);
+// runs the downgrade step and checks the same at 2.3.1; and runs the last step, which removes
+// the cluster and the work directory.
 func TestGuideContainers(t *testing.T) {
 	t.Parallel()
 	cluster.Require(t)
@@ -69,7 +70,7 @@ func TestGuideContainers(t *testing.T) {
 
 	tmp := t.TempDir()
 	var script []string
-	for _, step := range guideSteps[:len(guideSteps)-1] {
+	for _, step := range guideSteps[:len(guideSteps)-2] {
 		script = append(script, steps[step])
 	}
 	out := runGuide(t, root, tmp, nil, strings.Join(script, "\n"))
@@ -89,9 +90,18 @@ func TestGuideContainers(t *testing.T) {
 		t.Errorf("the guide's cluster has %d nodes, want 2", len(c.Nodes))
 	}
 	for _, n := range c.Nodes {
-		checkShopNode(t, c, n.Name)
+		checkShopNode(t, c, n.Name, "2.4.0")
 	}
 	checkRunComplete(t, c, "2.3.1", "2.4.0")
+
+	out = runGuide(t, root, tmp, []string{"NAME=" + name}, steps["downgrade"])
+	if !strings.Contains(out, "done: shop 2.3.1 on 2 nodes") {
+		t.Errorf("the guide's downgrade step printed no done: shop 2.3.1 on 2 nodes")
+	}
+	for _, n := range c.Nodes {
+		checkShopNode(t, c, n.Name, "2.3.1")
+	}
+	checkRunComplete(t, c, "2.4.0", "2.3.1")
 
 	// The last step removes the cluster and $work, which the test hands on as the reader's
 	// shell would: the one directory mktemp made.
@@ -109,12 +119,12 @@ func TestGuideContainers(t *testing.T) {
 	}
 }
 
-// checkShopNode checks that node runs shop 2.4.0 as the guide says it will: links, config,
-// daemon, and nothing of the demo application.
-func checkShopNode(t *testing.T, c *cluster.Cluster, node string) {
+// checkShopNode checks that node runs shop version (2.3.1 or 2.4.0) as the guide says it
+// will: links, config in the version's schema, daemon, and nothing of the demo application.
+func checkShopNode(t *testing.T, c *cluster.Cluster, node, version string) {
 	t.Helper()
-	if got := must(t, c, node, "readlink /etc/shop/lib /etc/shop/share"); got != "/usr/lib/shop/2.4.0\n/usr/share/shop/2.4.0" {
-		t.Errorf("%s: the links point to %q, want 2.4.0's trees", node, got)
+	if got, want := must(t, c, node, "readlink /etc/shop/lib /etc/shop/share"), "/usr/lib/shop/"+version+"\n/usr/share/shop/"+version; got != want {
+		t.Errorf("%s: the links point to %q, want %q", node, got, want)
 	}
 	var config struct {
 		Version  string  `json:"version"`
@@ -127,14 +137,19 @@ func checkShopNode(t *testing.T, c *cluster.Cluster, node string) {
 	if err := json.Unmarshal([]byte(text), &config); err != nil {
 		t.Fatalf("%s: shop's config: %v\n%s", node, err, text)
 	}
-	if config.Version != "2.4.0" || config.Queue.Path != "/var/lib/shop/queue" || config.QueueDir != nil {
-		t.Errorf("%s: shop's config is %s, want version 2.4.0 with queue.path and no queue_dir", node, text)
+	const queue = "/var/lib/shop/queue"
+	migrated := config.Queue.Path == queue && config.QueueDir == nil
+	if version == "2.3.1" {
+		migrated = config.Queue.Path == "" && config.QueueDir != nil && *config.QueueDir == queue
+	}
+	if config.Version != version || !migrated {
+		t.Errorf("%s: shop's config is %s, want version %s in its schema (2.4: queue.path, 2.3: queue_dir)", node, text, version)
 	}
 	if res := sh(t, c, node, "/usr/lib/shop/default/usr/sbin/shopctl ready"); res.ExitCode != 0 {
 		t.Errorf("%s: shopctl ready: exit %d, want shopd running", node, res.ExitCode)
 	}
-	if got := must(t, c, node, "tail -n 1 /var/log/shop.log"); got != "shopd 2.4.0 serving" {
-		t.Errorf("%s: shop's log ends with %q, want shopd 2.4.0 serving", node, got)
+	if got, want := must(t, c, node, "tail -n 1 /var/log/shop.log"), "shopd "+version+" serving"; got != want {
+		t.Errorf("%s: shop's log ends with %q, want %q", node, got, want)
 	}
 	if res := sh(t, c, node, "ls -d /usr/lib/demoapp /etc/demoapp /etc/boot.d/demoapp"); res.ExitCode == 0 {
 		t.Errorf("%s: a bare cluster's node holds the demo application:\n%s", node, res.Stdout)
