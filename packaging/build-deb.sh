@@ -50,7 +50,7 @@ install -D -m 0644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/
 install -d -m 0755 "$doc"
 sed -e 's#](docs/#](#g' "$repo/README.md" >"$doc/README.md"
 chmod 0644 "$doc/README.md"
-for f in guide.md configuration.md migrations.md json.md cli.md design.md; do
+for f in guide.md configuration.md migrations.md json.md metrics.md cli.md design.md; do
 	install -m 0644 "$repo/docs/$f" "$doc/$f"
 done
 install -D -m 0644 "$repo/docs/examples/demo.toml" "$doc/examples/demo.toml"

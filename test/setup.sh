@@ -3,8 +3,9 @@
 # everything is there: OpenSSH (real sshd for the node-access tests), pdsh (the benchmark's
 # baseline), openssl (the hasher staging prefers on a node), debootstrap (the test cluster's
 # node image), iproute2 (cutting nodes off), dpkg-dev, lintian and systemd (building the
-# Debian package, checking it, verifying its unit), and e2fsprogs and mount (the crash-point
-# test's power cuts).
+# Debian package, checking it, verifying its unit), e2fsprogs and mount (the crash-point
+# test's power cuts), and promtool (Debian's prometheus package: the metrics tests lint
+# cutover's metrics and the guide's alert rules with it).
 # It also creates the unprivileged login used by the SSH tests and benchmarks, whose shell
 # reads no start-up files, so timings measure cutover and sshd, not a shell profile.
 set -euo pipefail
@@ -24,6 +25,8 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 # The crash-point test's power-cut mode puts each point on a loop-mounted ext4.
 command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
 command -v losetup >/dev/null 2>&1 || [ -x /sbin/losetup ] || need+=(mount)
+# promtool checks the metrics cutover writes and the alert rules the guide gives.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # The fleet tests and demo (test/fleet, make demo-fleet) run Debian's Ansible.
 command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible-core)
 

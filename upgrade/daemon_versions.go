@@ -113,11 +113,12 @@ func (r *Run) rebooted(node, boot string) bool {
 // switchedTo records that this execution pointed node's links at version.
 func (r *Run) switchedTo(node, version string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.switched == nil {
 		r.switched = map[string]string{}
 	}
 	r.switched[node] = version
+	r.mu.Unlock()
+	r.sawSwitch(node, version)
 }
 
 // switchNode points node's links at version and remembers it, so that a reboot of the node

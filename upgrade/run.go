@@ -15,6 +15,7 @@ import (
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/metrics"
 )
 
 // Direction says which way a run moves the cluster.
@@ -118,6 +119,10 @@ type Run struct {
 	// planPending is the run pending while `cutover plan` looks at the cluster: its nodes
 	// may be mixed on purpose.
 	planPending *journal.Intent
+	// seen is what this execution saw of each node, for the metrics (metrics.go).
+	seen map[string]metrics.Node
+	// metricsWarned is set once a failed metrics write was warned about.
+	metricsWarned bool
 }
 
 // markStarted notes that stage started in this execution.
@@ -255,8 +260,12 @@ func (r *Run) Others() []nodes.Node {
 func (r *Run) Conn(ctx context.Context, node string) (Conn, error) {
 	c, err := r.dial.Conn(ctx, node)
 	if err != nil {
+		if ctx.Err() == nil {
+			r.sawNode(node, "", false)
+		}
 		return nil, err
 	}
+	r.sawNode(node, "", true)
 	return &loggedConn{Conn: c, node: node, log: r.log}, nil
 }
 

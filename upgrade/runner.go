@@ -383,6 +383,7 @@ func (rn *Runner) journalEarly(ctx context.Context, r *Run) error {
 			return err
 		}
 	}
+	r.publishMetrics(ctx)
 	return nil
 }
 
@@ -561,6 +562,9 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 		}
 	}
 	r.report.Report(e)
+	if state != journal.Started {
+		r.publishMetrics(ctx)
+	}
 	return jerr
 }
 
@@ -577,6 +581,7 @@ func (rn *Runner) finish(ctx context.Context, r *Run, outcome journal.Outcome) {
 			r.Warn("journal: finish run %d: %v", r.ID, err)
 		}
 	}
+	r.publishMetrics(ctx)
 }
 
 func joinNames(names []string) string {

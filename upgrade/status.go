@@ -56,6 +56,9 @@ type StatusReport struct {
 	ResumeProblems []string
 	// Problems are what could not be read (the journal, the intent), shown as warnings.
 	Problems []string
+	// Metrics are the cluster's metrics in Prometheus's text format (docs/metrics.md), as
+	// status writes them to [metrics] textfile; `status --output prometheus` prints them.
+	Metrics []byte
 
 	unconfirmed map[string]uint64 // nodes done runs left unconfirmed (unconfirmedNodes)
 }
@@ -165,8 +168,10 @@ type BehindNode struct {
 
 // Status reads the state of the cluster: every node's links and installed versions, the
 // application's verify, the pending run from the intent and the journal, and the lock holder.
-// It changes nothing and never takes or waits for the run lock, so it answers while a run is
-// going; the journal is opened read-only. While a run holds the lock, verify is not run (the
+// It changes nothing on the nodes and never takes or waits for the run lock, so it answers
+// while a run is going; the journal is opened read-only. What it read of the nodes is kept as
+// the last look for the metrics, which it renders (Metrics) and, with [metrics] textfile,
+// writes; a failure there is one of Problems. While a run holds the lock, verify is not run (the
 // run is stopping and starting daemons). An unreachable node is shown as such, not an error.
 //
 // An error means the status could not be read at all: a bad config (IsBadInput), not on the
@@ -224,6 +229,11 @@ func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*Statu
 			}
 			st.Behind = append(st.Behind, BehindNode{Node: n.Name, Version: n.Live, Command: "cutover sync " + n.Name, Unconfirmed: id})
 		}
+	}
+	text, err := st.statusMetrics(ctx, cfg, time.Now())
+	st.Metrics = text
+	if err != nil {
+		st.Problems = append(st.Problems, err.Error())
 	}
 	return st, nil
 }

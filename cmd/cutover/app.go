@@ -31,7 +31,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Value: config.DefaultConfigPath, EnvVars: []string{"CUTOVER_CONFIG"}, Usage: "the cluster's configuration `FILE`"},
-			&cli.StringFlag{Name: "output", Value: "text", EnvVars: []string{"CUTOVER_OUTPUT"}, Usage: "output format: text or json"},
+			&cli.StringFlag{Name: "output", Value: "text", EnvVars: []string{"CUTOVER_OUTPUT"}, Usage: "output format: text or json (status also prints prometheus: its metrics in Prometheus's text format)"},
 			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CUTOVER_VERBOSE"}, Usage: "show every node's result"},
 		},
 		Description: "cutover runs on the cluster's master and reaches the other nodes over SSH.\n\n" +
@@ -52,7 +52,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			return usagef("%v", err)
 		},
 		Before: func(c *cli.Context) error {
-			if o := c.String("output"); o != "text" && o != "json" {
+			if o := c.String("output"); o != "text" && o != "json" && o != "prometheus" {
 				return usagef("--output %q: must be text or json", o)
 			}
 			return nil
@@ -96,7 +96,10 @@ func acceptGlobalFlags(cmds []*cli.Command) {
 		)
 		before := c.Before
 		c.Before = func(ctx *cli.Context) error {
-			if o := globalString(ctx, "output"); o != "text" && o != "json" {
+			switch o := globalString(ctx, "output"); {
+			case o == "prometheus" && ctx.Command.Name != "status":
+				return usagef("--output prometheus: only 'cutover status' prints metrics; use text or json")
+			case o != "text" && o != "json" && o != "prometheus":
 				return usagef("--output %q: must be text or json", o)
 			}
 			if before != nil {

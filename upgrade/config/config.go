@@ -31,6 +31,7 @@ type Config struct {
 	Strategy    StrategyConfig `toml:"strategy"`
 	Stage       StageConfig    `toml:"stage"`
 	Daemons     DaemonsConfig  `toml:"daemons"`
+	Metrics     MetricsConfig  `toml:"metrics"`
 
 	// File is the path the configuration was read from.
 	File string `toml:"-"`
@@ -396,6 +397,7 @@ func (c *Config) validate() error {
 	errs = append(errs, c.Strategy.validate(c.Commands)...)
 	errs = append(errs, c.Stage.validate()...)
 	errs = append(errs, c.Daemons.validate()...)
+	errs = append(errs, c.Metrics.validate()...)
 	if c.Commands.QueueDrain != "" && c.Commands.QueueBusy == "" {
 		bad("commands.queue_drain needs commands.queue_busy to know when the queue is empty")
 	}

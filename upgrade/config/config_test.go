@@ -62,6 +62,11 @@ name = "node1"
 		{"stage absolute pattern", base + "[stage]\nallow_setuid = [\"/usr/sbin/x\"]\n", `stage.allow_setuid: "/usr/sbin/x" must be a clean pattern`},
 		{"stage pattern above the tree", base + "[stage]\nallow_devices = [\"../dev/null\"]\n", `stage.allow_devices: "../dev/null"`},
 		{"stage bad pattern", base + "[stage]\nallow_fifos = [\"run/[\"]\n", `stage.allow_fifos: "run/["`},
+		{"metrics typo", base + "[metrics]\ntextfiles = \"/var/lib/prometheus/node-exporter/cutover.prom\"\n", `unknown key "metrics.textfiles"`},
+		{"metrics relative", base + "[metrics]\ntextfile = \"node-exporter/cutover.prom\"\n", `metrics.textfile "node-exporter/cutover.prom": must be a clean absolute path`},
+		{"metrics not .prom", base + "[metrics]\ntextfile = \"/var/lib/prometheus/node-exporter/cutover.txt\"\n", `metrics.textfile "/var/lib/prometheus/node-exporter/cutover.txt"`},
+		{"metrics unclean", base + "[metrics]\ntextfile = \"/var/lib/prometheus/../x/cutover.prom\"\n", `metrics.textfile "/var/lib/prometheus/../x/cutover.prom"`},
+		{"metrics hidden", base + "[metrics]\ntextfile = \"/var/lib/prometheus/node-exporter/.prom\"\n", `metrics.textfile "/var/lib/prometheus/node-exporter/.prom"`},
 		{"drain without undrain", base + "[strategy]\nmode = \"rolling\"\n[commands]\nnode_drain = \"lb drain {node}\"\n", `node_drain and commands.node_undrain go together`},
 	}
 	for _, tt := range tests {
@@ -205,5 +210,23 @@ func TestStageDefaults(t *testing.T) {
 	}
 	if s := cfg.Stage; s.MaxBytes != 1024 || s.MaxFiles != 200_000 || s.AllowSetuid[0] != "usr/sbin/helper" || s.AllowDevices[0] != "dev/*" {
 		t.Errorf("[stage] = %+v, want max_bytes 1024 and the allow lists, the rest defaults", s)
+	}
+}
+
+func TestMetricsTextfile(t *testing.T) {
+	base := "app = \"demoapp\"\n[cluster]\nmaster = \"node1\"\n[[cluster.node]]\nname = \"node1\"\n[config]\nfile = \"/var/lib/demoapp/config.json\"\n"
+	cfg, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Metrics.Textfile != "" {
+		t.Errorf("Parse without [metrics]: textfile = %q, want unset (off)", cfg.Metrics.Textfile)
+	}
+	cfg, err = Parse([]byte(base + "[metrics]\ntextfile = \"/var/lib/prometheus/node-exporter/cutover.prom\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Metrics.Textfile != "/var/lib/prometheus/node-exporter/cutover.prom" {
+		t.Errorf("Parse with [metrics] textfile: %q", cfg.Metrics.Textfile)
 	}
 }
