@@ -44,6 +44,9 @@ const DefaultLive = "1.0.0"
 // maxNodes keeps node addresses (10 + K) inside the /24.
 const maxNodes = 40
 
+// bareHint ends the refusals of a demo version, for a reader who wants no demo application.
+const bareHint = "; for nodes without the demo application, start a bare cluster (make cluster-up BARE=1, clusterctl up -bare)"
+
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,47}$`)
 
 // Options describes a cluster to start.
@@ -132,7 +135,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Live = DefaultLive
 	}
 	if !slices.Contains(demoapp.Versions, o.Live) {
-		return o, fmt.Errorf("cluster %s: live version %q is not a demo application version %v", o.Name, o.Live, demoapp.Versions)
+		return o, fmt.Errorf("cluster %s: live version %q is not a demo application version %v%s", o.Name, o.Live, demoapp.Versions, bareHint)
 	}
 	for node, versions := range o.Missing {
 		k, ok := nodeNumber(node)
@@ -144,7 +147,7 @@ func (o Options) withDefaults() (Options, error) {
 				return o, fmt.Errorf("cluster %s: %s: missing version %q is not a demo application version %v", o.Name, node, v, demoapp.Versions)
 			}
 			if v == o.Live {
-				return o, fmt.Errorf("cluster %s: %s: the live version %s cannot be missing", o.Name, node, v)
+				return o, fmt.Errorf("cluster %s: %s: the live version %s cannot be missing%s", o.Name, node, v, bareHint)
 			}
 		}
 	}
