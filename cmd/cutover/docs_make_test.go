@@ -138,8 +138,8 @@ func clusterctlUsage(t *testing.T) (commands, upFlags []string) {
 
 // TestDocsTestCluster: the README's "The test cluster by hand" lists every target of the test
 // cluster in its table, each running the clusterctl command of its name; names clusterctl's
-// commands and the flags of up as its usage has them; and its figures (the nodes, the demo
-// versions, the live one) are those of the Makefile and the cluster's code.
+// commands and the flags of up as its usage has them; and its figures (the demo's nodes, the
+// demo versions, the live one) are those of test/demo.sh and the cluster's code.
 func TestDocsTestCluster(t *testing.T) {
 	readme := readDoc(t, "README.md")
 	start := strings.Index(readme, "\n## The test cluster by hand\n")
@@ -199,10 +199,6 @@ func TestDocsTestCluster(t *testing.T) {
 		}
 	}
 
-	nodes := makeVariable(t, "NODES")
-	if !strings.Contains(section, "[NODES="+nodes+"]") {
-		t.Errorf("the README's test cluster section does not give make cluster-up's default NODES=%s", nodes)
-	}
 	demo := regexp.MustCompile(`(?m)^NODES=\(([^)]*)\)$`).FindStringSubmatch(readDoc(t, "test/demo.sh"))
 	if demo == nil {
 		t.Fatal("test/demo.sh has no NODES=(...): the reading is broken")
@@ -210,11 +206,31 @@ func TestDocsTestCluster(t *testing.T) {
 	if n := len(strings.Fields(demo[1])); !strings.Contains(readme, fmt.Sprintf("a %d-node demo cluster", n)) {
 		t.Errorf("the README does not call make demo's cluster a %d-node demo cluster, as test/demo.sh starts it", n)
 	}
-	if want := makeVariable(t, "NAME"); !strings.Contains(section, "(`"+want+"` unless set") {
-		t.Errorf("the README's test cluster section does not give NAME's default %s", want)
-	}
 	versions := strings.Join(demoapp.Versions[:len(demoapp.Versions)-1], ", ") + " and " + demoapp.Versions[len(demoapp.Versions)-1]
 	if want := "`demoapp` " + versions + " side by side, " + cluster.DefaultLive + " live"; !strings.Contains(strings.Join(strings.Fields(section), " "), want) {
 		t.Errorf("the README's test cluster section does not say %q, as the test cluster installs the demo application", want)
+	}
+}
+
+// TestDocsMakeDefaults: the defaults the README gives for the Makefile's variables are the
+// Makefile's.
+func TestDocsMakeDefaults(t *testing.T) {
+	readme := strings.Join(strings.Fields(readDoc(t, "README.md")), " ")
+	list := func(name string) []string { return strings.Split(makeVariable(t, name), ",") }
+	tests := []struct {
+		variable string
+		want     string // what the README says, built from the Makefile's default
+	}{
+		{"ROUNDS", "`ROUNDS` rounds in a row (" + makeVariable(t, "ROUNDS") + " unless set)"},
+		{"FUZZTIME", "`FUZZTIME` each, " + makeVariable(t, "FUZZTIME") + " unless set"},
+		{"BENCH_NODES", "over " + list("BENCH_NODES")[0] + " to " + list("BENCH_NODES")[len(list("BENCH_NODES"))-1] + " nodes (`BENCH_NODES`)"},
+		{"SYNC_NODES", "at " + strings.Join(list("SYNC_NODES"), " and ") + " nodes (`SYNC_NODES`)"},
+		{"NODES", "`make cluster-up [NODES=" + makeVariable(t, "NODES") + "]"},
+		{"NAME", "(`" + makeVariable(t, "NAME") + "` unless set"},
+	}
+	for _, tt := range tests {
+		if !strings.Contains(readme, tt.want) {
+			t.Errorf("the README does not say %q, as the Makefile's default of %s has it", tt.want, tt.variable)
+		}
 	}
 }
