@@ -2,17 +2,13 @@ package upgrade
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 	"github.com/cutover/cutover/upgrade/staging"
@@ -67,6 +63,7 @@ type stagingJob struct {
 	libDir     string // the trees' final places on the nodes
 	shareDir   string
 	replace    bool
+	src        *stagingSource
 	pending    []string // versions a pending run needs
 	mu         sync.Mutex
 	states     map[string][2]treeState     // per node: what it holds of lib and share
@@ -99,20 +96,13 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StagingOptions) 
 		return nil, badInput(fmt.Errorf("stage --version=%q: %w", opts.Version, err))
 	}
 	names := []string{strings.TrimPrefix(libDir, "/"), strings.TrimPrefix(shareDir, "/")}
-	policy := stagingPolicy(cfg.Stage)
-	base, cleanup, err := openSource(opts.Source, cfg.Paths.StateDir, names, policy)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("stage: %w", err))
-	}
-	defer cleanup()
-	job := &stagingJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace,
+	src := &stagingSource{path: opts.Source, stateDir: cfg.Paths.StateDir, stamps: StampsPath(cfg), names: names, policy: stagingPolicy(cfg.Stage), dryRun: opts.DryRun}
+	defer src.close()
+	job := &stagingJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace, src: src,
 		states: map[string][2]treeState{}, sent: map[string][2]*staging.Sent{}, already: map[string]bool{}, replacing: map[string]bool{}}
-	trees, err := staging.ReadTrees(base, names, policy)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, badInput(fmt.Errorf("stage: %s must hold %s and %s: %w", opts.Source, names[0], names[1], err))
-	case err != nil:
-		return nil, badInput(fmt.Errorf("stage: %s: %w", opts.Source, err))
+	trees, err := src.read()
+	if err != nil {
+		return nil, err
 	}
 	job.lib, job.share = trees[0], trees[1]
 	job.diskNeeded = job.lib.Bytes + job.share.Bytes
@@ -126,6 +116,10 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StagingOptions) 
 		facts: map[string]string{"source": opts.Source, "bytes": fmt.Sprint(job.diskNeeded)},
 		what:  fmt.Sprintf("stage %s %s (%s)", cfg.App, opts.Version, megabytes(job.diskNeeded)),
 		where: fmt.Sprintf("on %s (master %s)", listOrNone(res.Nodes), r.Inventory.Master),
+		begun: func(ctx context.Context, r *Run) error {
+			src.logNotes(r)
+			return nil
+		},
 	})
 	res.Run, res.Log = r.ID, r.log.Path()
 	res.Already, res.Sent, res.Duration = job.alreadyNodes(res.Nodes), job.bytes.Load(), time.Since(start)
@@ -190,66 +184,6 @@ func stagingPolicy(c config.StageConfig) staging.Policy {
 	return staging.Policy{MaxBytes: c.MaxBytes, MaxFiles: c.MaxFiles, MaxDepth: c.MaxDepth,
 		AllowSetuid: c.AllowSetuid, AllowSetgid: c.AllowSetgid, AllowWorldWritable: c.AllowWorldWritable,
 		AllowDevices: c.AllowDevices, AllowFifos: c.AllowFifos, AllowHardlinks: c.AllowHardlinks}
-}
-
-// sourcePrefix begins the names of the private directories a .tar.gz source is unpacked into.
-const sourcePrefix = "stage-source-"
-
-// openSource returns the directory a SOURCE holds its trees (names, relative to its root) in:
-// the directory itself, or a .tar.gz whose trees are unpacked by staging.Unpack, under the
-// policy, into a private directory it makes under stateDir (removed by cleanup). What an
-// earlier stage that was killed left there is removed first, never reused.
-func openSource(source, stateDir string, names []string, policy staging.Policy) (dir string, cleanup func(), err error) {
-	noop := func() {}
-	fi, err := os.Stat(source)
-	if err != nil {
-		return "", noop, err
-	}
-	if fi.IsDir() {
-		return source, noop, nil
-	}
-	if !strings.HasSuffix(source, ".tar.gz") && !strings.HasSuffix(source, ".tgz") {
-		return "", noop, fmt.Errorf("%s is neither a directory nor a .tar.gz", source)
-	}
-	if err := journal.MkdirAllDurable(stateDir, 0o700); err != nil {
-		return "", noop, err
-	}
-	if err := removeOldSources(stateDir); err != nil {
-		return "", noop, err
-	}
-	tmp, err := os.MkdirTemp(stateDir, sourcePrefix)
-	if err != nil {
-		return "", noop, err
-	}
-	cleanup = func() { removeOldSources(stateDir) }
-	if err := staging.Unpack(source, tmp, names, policy); err != nil {
-		cleanup()
-		return "", noop, fmt.Errorf("%s: %w", source, err)
-	}
-	return tmp, cleanup, nil
-}
-
-// removeOldSources removes the private directories .tar.gz sources were unpacked into from
-// stateDir, without following a link out of it. A stage holds the state directory's lock,
-// so none of them belongs to a stage that still runs.
-func removeOldSources(stateDir string) error {
-	root, err := os.OpenRoot(stateDir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	entries, err := os.ReadDir(stateDir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), sourcePrefix) {
-			if err := root.RemoveAll(e.Name()); err != nil {
-				return fmt.Errorf("remove what an earlier stage left: %w", err)
-			}
-		}
-	}
-	return nil
 }
 
 // streamConn returns the node connection under c that can run argv commands and stream

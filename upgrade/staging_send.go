@@ -35,6 +35,9 @@ func (s stagingSend) Run(ctx context.Context, r *Run) error {
 			}
 		}
 	}()
+	if err := j.readAgain(r); err != nil {
+		return err
+	}
 	defer j.encode(r)()
 	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
 		defer done.Add(1)
@@ -63,6 +66,28 @@ func (s stagingSend) Run(ctx context.Context, r *Run) error {
 	})
 	r.Note("%s sent", megabytes(j.bytes.Load()))
 	return err
+}
+
+// readAgain reads the trees from the source when the check judged them by the stamps of an
+// unchanged archive (stagingSource.readAgain) and a node lacks one of them.
+func (j *stagingJob) readAgain(r *Run) error {
+	j.mu.Lock()
+	lacking := false
+	for _, st := range j.states {
+		lacking = lacking || !st[0].held() || !st[1].held()
+	}
+	j.mu.Unlock()
+	if !lacking {
+		return nil
+	}
+	trees, err := j.src.readAgain()
+	j.src.logNotes(r)
+	if err != nil || trees == nil {
+		return err
+	}
+	r.log.Printf("staging: %s unpacked again: a node lacks its trees", j.src.path)
+	j.lib, j.share = trees[0], trees[1]
+	return nil
 }
 
 // nodeNames lists the nodes' names.

@@ -3,6 +3,7 @@ package staging
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // SumsScript is the node's hashing script, for the tests of its choice of hasher.
@@ -54,4 +55,11 @@ wait $!`
 	}
 	_, err := streamEncoded(ctx, c, t.enc, nil, "sh", "-c", script, "cutover-bench", dir)
 	return err
+}
+
+// SetStampClock makes stamps be taken at now() until the test ends: a clock ahead of the
+// files' times makes none of their stamps racy.
+func SetStampClock(t interface{ Cleanup(func()) }, now func() time.Time) {
+	stampNow = now
+	t.Cleanup(func() { stampNow = time.Now })
 }

@@ -281,7 +281,7 @@ func TestUnpackHostile(t *testing.T) {
 				policy = defaultPolicy
 			}
 			before := upgradetest.TreeSum(t, s.into, s.root)
-			err := staging.Unpack(src, s.into, hostileTrees, policy)
+			_, err := staging.Unpack(src, s.into, hostileTrees, policy)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || (tt.entry != "" && !strings.Contains(err.Error(), fmt.Sprintf("entry %q", tt.entry))) {
 				t.Fatalf("Unpack() = %v; want an error naming entry %q with %q", err, tt.entry, tt.want)
 			}
@@ -321,13 +321,13 @@ func TestUnpackAllowed(t *testing.T) {
 	p.AllowFifos = []string{"run/*"}
 	p.AllowDevices = []string{"dev/null"}
 	before := upgradetest.TreeSum(t, s.into, s.root)
-	if err := staging.Unpack(src, s.into, hostileTrees, p); err != nil {
+	if _, err := staging.Unpack(src, s.into, hostileTrees, p); err != nil {
 		t.Fatal(err)
 	}
 	if after := upgradetest.TreeSum(t, s.into, s.root); after != before {
 		t.Error("the sandbox outside the staging directory changed")
 	}
-	trees, err := staging.ReadTrees(s.into, hostileTrees, p)
+	trees, err := staging.ReadTrees(s.into, hostileTrees, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

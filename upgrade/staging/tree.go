@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,6 +65,7 @@ type Tree struct {
 	base, name string            // Dir is name beneath base
 	rootID     fileID            // the root directory as it was read
 	ids        map[string]fileID // every file as it was read
+	readAt     time.Time         // when the reading began: stamps younger than that are racy
 	enc        *encoded          // the whole tree's tar stream, once Encode wrote it
 }
 
@@ -84,16 +86,17 @@ func ReadTree(dir string) (*Tree, error) {
 // bounds, or whose names a shell line or the manifest cannot carry (control characters) are
 // refused; errors name the entry as name/entry.
 func ReadTreeAt(base, name string, p Policy) (*Tree, error) {
-	return readTree(base, name, p, &budget{p: p})
+	return readTree(base, name, p, &budget{p: p}, nil)
 }
 
 // ReadTrees describes the trees names beneath base as ReadTreeAt does, with the policy's
-// bounds counting them together.
-func ReadTrees(base string, names []string, p Policy) ([]*Tree, error) {
+// bounds counting them together. A file whose stamp known holds, trusted (see Stamps), is
+// not opened: its checksum is the one known recorded with the stamp. known may be nil.
+func ReadTrees(base string, names []string, p Policy, known *Stamps) ([]*Tree, error) {
 	b := &budget{p: p}
 	var out []*Tree
 	for _, name := range names {
-		t, err := readTree(base, name, p, b)
+		t, err := readTree(base, name, p, b, known)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +105,8 @@ func ReadTrees(base string, names []string, p Policy) ([]*Tree, error) {
 	return out, nil
 }
 
-func readTree(base, name string, p Policy, b *budget) (*Tree, error) {
+func readTree(base, name string, p Policy, b *budget, known *Stamps) (*Tree, error) {
+	readAt := stampNow()
 	basefd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", base, err)
@@ -119,11 +123,11 @@ func readTree(base, name string, p Policy, b *budget) (*Tree, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	t := &Tree{Dir: filepath.Join(base, filepath.FromSlash(name)), Mode: fileMode(st.Mode), base: base, name: name,
-		rootID: idOf(&st), ids: map[string]fileID{}}
+		rootID: idOf(&st), ids: map[string]fileID{}, readAt: readAt}
 	if err := p.checkEntry(".", 'd', t.Mode); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	w := walker{t: t, p: p, b: b}
+	w := walker{t: t, p: p, b: b, known: known}
 	if err := w.dir(root, ""); err != nil {
 		return nil, err
 	}
@@ -133,9 +137,10 @@ func readTree(base, name string, p Policy, b *budget) (*Tree, error) {
 
 // walker reads the entries of a tree into it.
 type walker struct {
-	t *Tree
-	p Policy
-	b *budget
+	t     *Tree
+	p     Policy
+	b     *budget
+	known *Stamps
 }
 
 // dirBatch is how many names of a directory are listed at a time, so that the bounds are
@@ -230,7 +235,13 @@ func (w *walker) entry(d *os.File, rel, n string) error {
 		if err := w.b.size(st.Size); err != nil {
 			return fail(err)
 		}
-		if err := w.file(dfd, n, &st, &e); err != nil {
+		if sum, ok := w.known.sum(w.t.name, rel, &st); ok {
+			// The file keeps the stamp it had when it was read last: its checksum is known,
+			// and the file is not opened. Send reads it again, and refuses it unless it has
+			// that checksum still.
+			e.Mode, e.Size, e.MTime, e.Sum = fileMode(st.Mode), st.Size, st.Mtim.Nano(), sum
+			w.t.ids[rel] = idOf(&st)
+		} else if err := w.file(dfd, n, &st, &e); err != nil {
 			return fail(err)
 		}
 		w.t.Bytes += e.Size

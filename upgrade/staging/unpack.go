@@ -30,30 +30,34 @@ import (
 // name, a hard link to anything but a file of the same tree, and any entry the policy does not
 // allow are refused, naming the entry. Modes are set explicitly from the archive's permission
 // bits as the policy allows them; owners are the caller's (root's), never the archive's.
-func Unpack(archive, dir string, trees []string, p Policy) error {
+//
+// The Archive returned has the archive's stamp and SHA-256 when both readings read the same
+// bytes: what SaveStamps keeps, so that the next stage of an unchanged archive need not read it.
+func Unpack(archive, dir string, trees []string, p Policy) (*Archive, error) {
 	f, err := os.OpenFile(archive, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
-		return err
+		return nil, err
 	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (%s)", archive, fi.Mode().Type())
+		return nil, fmt.Errorf("%s is not a regular file (%s)", archive, fi.Mode().Type())
+	}
+	reading, err := newArchiveReading(f)
+	if err != nil {
+		return nil, err
 	}
 	first := newExtractor(trees, p, -1)
-	if err := first.read(f); err != nil {
-		return err
+	if err := first.readAll(reading); err != nil {
+		return nil, err
 	}
 	if err := checkFree(dir, first.b.bytes, first.b.files); err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
+		return nil, err
 	}
 	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unix.Close(dirfd)
 	second := newExtractor(trees, p, dirfd)
@@ -61,10 +65,25 @@ func Unpack(archive, dir string, trees []string, p Policy) error {
 	// first counted.
 	second.b.p.MaxBytes, second.b.p.MaxFiles = max(first.b.bytes, 1), max(first.b.files, 1)
 	defer second.dirs.close()
-	if err := second.read(f); err != nil {
+	if err := second.readAll(reading); err != nil {
+		return nil, err
+	}
+	if err := second.setDirModes(); err != nil {
+		return nil, err
+	}
+	return reading.archive(), nil
+}
+
+// readAll reads the whole archive once more, from its start.
+func (x *extractor) readAll(r *archiveReading) error {
+	in, err := r.reader()
+	if err != nil {
 		return err
 	}
-	return second.setDirModes()
+	if err := x.read(in); err != nil {
+		return err
+	}
+	return r.finish()
 }
 
 // checkFree refuses to unpack bytes in files entries into dir when its file system has less
