@@ -42,6 +42,11 @@ func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result,
 		return res, err
 	}
 	stages, _ := s.pendingStages() // an abort undoes what it can without the archive of a restore
+	if r.pastPONR && jr.Travel == journal.Forward && r.watch.Window > 0 && r.doneBefore((finish{}).Name()) {
+		err := endWatchEarly(ctx, r, stages)
+		res.Duration, res.WatchEnded = time.Since(start), err == nil
+		return res, err
+	}
 	if r.pastPONR && jr.Travel == journal.Forward {
 		ponr := PONRStage(stages, r.Direction)
 		ev, _ := jr.LastEvent(ponr)

@@ -29,6 +29,8 @@ type Event struct {
 	Batch   int  `json:"batch,omitempty"`
 	Batches int  `json:"batches,omitempty"`
 	Canary  bool `json:"canary,omitempty"`
+	// Watch is how the watch stands, on its progress events ("wait" of stage "watch").
+	Watch *WatchStatus `json:"watch,omitempty"`
 }
 
 // nodeReports converts the journal's node results for an event.

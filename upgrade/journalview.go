@@ -51,6 +51,8 @@ type RunReport struct {
 	Pending bool `json:"pending"`
 	// Offline are the nodes the run skipped as offline.
 	Offline []string `json:"offline"`
+	// Watch is how the run's watch stands or ended; nil for a run that does not watch.
+	Watch *WatchStatus `json:"watch,omitempty"`
 	// Facts are what the run's stages learned on their first execution (detail only).
 	Facts map[string]string `json:"facts,omitzero"`
 	// Events are the run's stage transitions in the order they were recorded (detail only).
@@ -153,6 +155,7 @@ func runReport(r journal.Run, pending uint64, running, detail bool) RunReport {
 		ID: r.ID, Kind: r.Kind, From: r.From, To: r.To, Direction: r.Direction,
 		Host: r.Host, PID: r.PID, Started: r.Started, Ended: r.Ended,
 		Outcome: string(r.Outcome), Pending: r.ID == pending, Offline: append([]string{}, r.Offline...),
+		Watch: watchStatusOf(r.Facts),
 	}
 	if !r.Ended.IsZero() && r.Ended.After(r.Started) {
 		rr.Duration = r.Ended.Sub(r.Started)

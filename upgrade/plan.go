@@ -94,6 +94,7 @@ func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanRepor
 	defer s.Close()
 	r := s.r
 	r.To, r.Force = opts.To, force
+	r.watch = planWatch(cfg.Policy, nil)
 	p := &PlanReport{App: cfg.App, To: opts.To, Master: r.Inventory.Master, Nodes: names(r.Online), Offline: names(r.Offline)}
 	master := r.Inventory.Master
 

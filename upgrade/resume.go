@@ -113,6 +113,9 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 		if r.pastPONR {
 			rn.Prelude = []Stage{stopMaster{}}
 		}
+	case r.doneBefore((finish{}).Name()) && r.watch.Window > 0:
+		// The run is watched: the watch goes on, with the cluster as it is.
+		rn.Start = slices.IndexFunc(stages, func(st Stage) bool { _, ok := st.(leaver); return ok })
 	case r.Batches != nil:
 		// A rolling run keeps its switched batches and goes on from the first stage no
 		// execution completed: the cluster serves meanwhile, mixed.
@@ -129,6 +132,7 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 	res.Duration = time.Since(start)
 	res.Downtime = r.downtime()
 	res.Batches = r.Batches
+	res.Watched = r.watch.Window > 0
 	if r.rollbackApplies(err) {
 		res.Rollback, err = rollBackFailed(ctx, r, err)
 	}

@@ -159,10 +159,19 @@ func (r *Run) stages() []Stage {
 	if r.list != nil {
 		return r.list
 	}
+	list := Stages()
 	if r.Batches != nil {
-		return RollingStages(r.Batches)
+		list = RollingStages(r.Batches)
 	}
-	return Stages()
+	return r.watched(list)
+}
+
+// watched ends list with the watch when the run watches the cluster after its finish.
+func (r *Run) watched(list []Stage) []Stage {
+	if r.watch.Window <= 0 {
+		return list
+	}
+	return append(list, watchWindow{})
 }
 
 // planRolling decides the batches of a new rolling run, or none for an all-at-once one.

@@ -75,6 +75,9 @@ type Run struct {
 	// Batches are the batches of a rolling run; nil for an all-at-once run.
 	Batches []Batch
 
+	// watch is how the run watches the cluster after its finish; a zero Window watches not.
+	watch watchPlan
+
 	// list, title and details are the recipe's (begin.go): the stages, what the run does
 	// and, for the confirmation, what it will change.
 	list    []Stage
@@ -93,6 +96,7 @@ type Run struct {
 	failed     []string // stages that failed past the point of no return
 	tolerated  []string // batches that failed within the failure budget, with their nodes
 	undoFailed bool     // an undo step failed: the cluster is not as before
+	watchWhy   string   // why the watch failed (watch.go)
 	// prev are the stage states an earlier execution of this run left in the journal.
 	prev map[string]journal.State
 	// started are the stages any execution of this run started: what an undo undoes.

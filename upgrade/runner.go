@@ -70,6 +70,13 @@ type onceOnly interface {
 	Once() bool
 }
 
+// leaver is a stage that a signal past the point of no return ends with the run left pending
+// (the watch), where every other stage ignores it: the stage's context is cancelled, and the
+// stage returns a watchLeft error.
+type leaver interface {
+	Leaves()
+}
+
 // releaser is the stage whose undo ends the run's pending state (the intent): the runner
 // records the run's outcome before undoing it, and undoes it after a successful run too.
 type releaser interface {
@@ -133,7 +140,8 @@ type Runner struct {
 	early       []journal.Event // stage records made before the run was in the journal
 	past        bool            // the point of no return has been crossed
 	interrupted os.Signal
-	renewed     time.Time // when this execution last paused the reconciler (renew_pause.go)
+	renewed     time.Time          // when this execution last paused the reconciler (renew_pause.go)
+	leave       context.CancelFunc // ends the running stage that leaves on a signal (leaver)
 }
 
 // Execute runs the stages of r from Start. It returns nil when every stage succeeded; an
@@ -152,6 +160,9 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		for s := range sigs {
 			rn.mu.Lock()
 			switch {
+			case rn.past && rn.leave != nil:
+				r.Warn("received %s: leaving the watch to 'cutover upgrade --resume' (or the boot resume); 'cutover upgrade --abort' ends it", s)
+				rn.leave()
 			case rn.past:
 				r.Warn("received %s past the point of no return: ignored, the run goes on to the end", s)
 			case rn.interrupted != nil:
@@ -251,11 +262,13 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 		}
 		r.markStarted(st.Name())
 		start := time.Now()
-		err := holdAt(runCtx, st.Name())
-		if err == nil {
-			err = st.Run(runCtx, r)
-		}
+		err := rn.runStage(runCtx, r, st, past)
 		d := time.Since(start)
+		if isWatchLeft(err) {
+			// The watch is left pending: its stage stays started, the run unfinished.
+			r.log.Printf("run %d: %v", r.ID, err)
+			return pastPONR(err)
+		}
 		if errors.Is(err, errSkipped) {
 			rn.record(ctx, r, i, st, journal.Skipped, d, "")
 			continue
@@ -306,6 +319,9 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	}
 	if failed := r.Failed(); len(failed) > 0 {
 		rn.finish(ctx, r, journal.FailedPastPONR)
+		if len(failed) == 1 && failed[0] == (watchWindow{}).Name() && len(r.Tolerated()) == 0 {
+			return pastPONR(r.watchFailedErr())
+		}
 		return pastPONR(fmt.Errorf("the run went past the point of no return but %s failed; fix the cause and run 'cutover upgrade --resume' (a node that stays unreachable can be left out with 'cutover upgrade --resume --skip-node NODE' and caught up later with 'cutover sync NODE')", joinNames(append(r.Tolerated(), failed...))))
 	}
 	// Done is recorded before the intent disappears: a crash in between leaves an intent
@@ -319,6 +335,32 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	// Failures within the budget end the run done with those nodes left behind; they block
 	// nothing, and sync catches them up (docs/design.md §11). Exit 3 names them.
 	return r.toleratedErr()
+}
+
+// runStage runs st after its hold (a test hook). A stage that leaves on a signal (leaver) past
+// the point of no return runs under a context of its own that the signal cancels.
+func (rn *Runner) runStage(ctx context.Context, r *Run, st Stage, past bool) error {
+	_, leaves := st.(leaver)
+	if leaves && past {
+		stageCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		rn.mu.Lock()
+		rn.leave = cancel
+		rn.mu.Unlock()
+		defer func() {
+			rn.mu.Lock()
+			rn.leave = nil
+			rn.mu.Unlock()
+		}()
+		ctx = stageCtx
+	}
+	if err := holdAt(ctx, st.Name()); err != nil {
+		if leaves && past {
+			return &watchLeft{fmt.Errorf("run %d: %s was left before it began (%w): 'cutover upgrade --resume' takes it up", r.ID, st.Name(), err)}
+		}
+		return err
+	}
+	return st.Run(ctx, r)
 }
 
 // toleratedErr is the error of a run that is done with nodes left behind within its failure

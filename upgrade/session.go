@@ -204,6 +204,9 @@ func (s *session) loadPending(ctx context.Context) error {
 	if err := r.loadBatches(); err != nil {
 		return pastPONR(fmt.Errorf("run %d: %w; the run stays pending", jr.ID, err))
 	}
+	if err := r.loadWatch(); err != nil {
+		return pastPONR(fmt.Errorf("run %d: %w; the run stays pending", jr.ID, err))
+	}
 	// The run works on the nodes it started with: a node it skipped (offline then, or
 	// declared gone since) stays out of it even if the node list now calls it online.
 	r.setOffline(jr.Offline)

@@ -125,6 +125,8 @@ type PendingRun struct {
 	// Rebooted are the nodes that booted since the run first stopped their daemons: a
 	// resumed run stops them again and redoes their steps.
 	Rebooted []string
+	// Watch is how the run's watch stands; nil for a run that does not watch.
+	Watch *WatchStatus
 
 	boots map[string]string // each node's boot identity when the run first stopped it
 }
@@ -151,6 +153,8 @@ type RunSummary struct {
 	LastState string
 	// Offline are the nodes the run skipped as offline.
 	Offline []string
+	// Watch is how the run's watch stands or ended; nil for a run that does not watch.
+	Watch *WatchStatus
 }
 
 // BehindNode is a node whose links point at another version than the cluster's, or one that
@@ -305,7 +309,7 @@ func (st *StatusReport) readJournal(ctx context.Context, cfg *config.Config) {
 	if len(runs) > 0 {
 		last := runs[len(runs)-1]
 		sum := &RunSummary{Run: last.ID, Kind: last.Kind, From: last.From, To: last.To, Outcome: string(last.Outcome),
-			Started: last.Started, Ended: last.Ended, Offline: last.Offline}
+			Started: last.Started, Ended: last.Ended, Offline: last.Offline, Watch: watchStatusOf(last.Facts)}
 		if n := len(last.Events); n > 0 {
 			sum.LastStage, sum.LastState = last.Events[n-1].Stage, string(last.Events[n-1].State)
 		}
@@ -333,6 +337,7 @@ func (st *StatusReport) readJournal(ctx context.Context, cfg *config.Config) {
 			}
 		}
 		st.Pending.Batches = batchStatuses(jr)
+		st.Pending.Watch = watchStatusOf(jr.Facts)
 		return
 	}
 	st.Pending.Error = fmt.Sprintf("the intent names run %d, which is not in the journal %s", st.Pending.Run, JournalPath(cfg))

@@ -26,6 +26,9 @@ type Options struct {
 	Reporter Reporter
 	// Hostname is the local host's name; "" asks the system.
 	Hostname string
+	// Watch, when set, is the watch window of the run ([policy] watch otherwise); zero
+	// turns the watch off.
+	Watch *time.Duration
 }
 
 // Forceable are the checks --force may override; nothing else can be forced.
@@ -50,6 +53,11 @@ type Result struct {
 	Downtime Downtime
 	// Batches are the batches of a rolling run; nil for an all-at-once run.
 	Batches []Batch
+	// WatchEnded is true when `upgrade --abort` ended the run's watch early: the run is done
+	// at To.
+	WatchEnded bool
+	// Watched is true when the run watched the cluster after its finish.
+	Watched bool
 	// Rollback is the run that took the cluster back to From after this one failed past
 	// its point of no return ([policy] on_failure = "rollback"); nil when none ran.
 	Rollback *Result
@@ -99,10 +107,14 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	if err := r.planRolling(); err != nil {
 		return nil, err
 	}
-	var facts map[string]string
+	facts := map[string]string{}
 	if r.Batches != nil {
 		// Every execution of the run works on these batches, whatever the config says later.
-		facts = map[string]string{factBatches: encodeBatches(r.Batches)}
+		facts[factBatches] = encodeBatches(r.Batches)
+	}
+	if r.watch = planWatch(cfg.Policy, opts.Watch); r.watch.Window > 0 {
+		// And watches as it began, whatever the config says later.
+		facts[factWatch] = r.watch.String()
 	}
 	err = execute(ctx, r, recipe{
 		kind: KindUpgrade, stages: r.stages(), facts: facts, dryRun: opts.DryRun, confirm: opts.Confirm,
@@ -114,6 +126,7 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	res.Duration = time.Since(start)
 	res.Downtime = r.downtime()
 	res.Batches = r.Batches
+	res.Watched = r.watch.Window > 0
 	if r.rollbackApplies(err) {
 		res.Rollback, err = rollBackFailed(ctx, r, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -18,7 +19,7 @@ func upgradeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "upgrade",
 		Usage:     "switch the cluster up or down to a version",
-		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...]\n   cutover upgrade --downgrade [--dry-run] [--yes]\n   cutover upgrade --resume [--skip-node=NODE ...]\n   cutover upgrade --abort [--skip-node=NODE ...]",
+		UsageText: "cutover upgrade --to=VERSION [--dry-run] [--yes] [--force=CHECK ...] [--watch=DURATION]\n   cutover upgrade --downgrade [--dry-run] [--yes] [--watch=DURATION]\n   cutover upgrade --resume [--skip-node=NODE ...]\n   cutover upgrade --abort [--skip-node=NODE ...]",
 		Description: "Checks that VERSION is installed on every online node, then drains the queue, stops the daemons,\n" +
 			"backs up the state, switches the links and migrates the config, starts everything again and verifies.\n" +
 			"On a terminal it shows the plan and asks before changing anything; without one, --yes is required.\n\n" + exitCodesHelp,
@@ -28,8 +29,9 @@ func upgradeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 			&cli.StringSliceFlag{Name: "force", Usage: "override a skippable `CHECK` (" + strings.Join(upgrade.Forceable, ", ") + ")"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue an interrupted run; without one, do nothing. The package runs it at boot: cutover-resume.service where systemd runs, the @reboot line of /etc/cron.d/cutover elsewhere"},
-			&cli.BoolFlag{Name: "abort", Usage: "undo an interrupted run that is before its point of no return"},
+			&cli.BoolFlag{Name: "abort", Usage: "undo an interrupted run that is before its point of no return, or end the watch of a finished run early (the run is then done)"},
 			&cli.BoolFlag{Name: "downgrade", Usage: "go back to the version the cluster ran before its last done upgrade (the previous minor), as --to would"},
+			&cli.StringFlag{Name: "watch", Usage: "with --to or --downgrade: watch the cluster for `DURATION` after the finish before the run is done (the verify and the wrong-version check every [policy] watch_interval); 0 turns the watch off; default [policy] watch"},
 			&cli.StringSliceFlag{Name: "skip-node", Usage: "with --resume or --abort: declare `NODE` gone for the rest of the pending run (journaled); 'cutover sync NODE' catches it up later"},
 		},
 		Action: func(c *cli.Context) error {
@@ -47,6 +49,17 @@ func upgradeCommand() *cli.Command {
 			}
 			if c.IsSet("skip-node") && (c.IsSet("to") || c.IsSet("downgrade")) {
 				return usagef("--skip-node goes with --resume or --abort, not --to or --downgrade")
+			}
+			if c.IsSet("watch") && !c.IsSet("to") && !c.IsSet("downgrade") {
+				return usagef("--watch goes with --to or --downgrade: a pending run keeps the watch it began with")
+			}
+			var watch *time.Duration
+			if c.IsSet("watch") {
+				d, err := time.ParseDuration(c.String("watch"))
+				if err != nil || d < 0 {
+					return usagef("--watch=%q: not a duration such as \"15m\" or \"0\" (no watch)", c.String("watch"))
+				}
+				watch = &d
 			}
 			cfg, err := loadConfig(c)
 			if err != nil {
@@ -70,7 +83,7 @@ func upgradeCommand() *cli.Command {
 				}
 			}
 			opts := upgrade.Options{
-				To: to, Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out,
+				To: to, Force: c.StringSlice("force"), DryRun: c.Bool("dry-run"), Reporter: out, Watch: watch,
 			}
 			opts.Confirm = confirmation(c, "upgrade", opts.DryRun)
 			res, err := upgrade.Upgrade(c.Context, cfg, opts)

@@ -118,6 +118,8 @@ type fixtureOpts struct {
 	redist bool
 	// extraVersion, when set, installs one more version, with a few files, that no run needs.
 	extraVersion string
+	// watch, when set, is the run's watch window ([policy] watch), checked every second.
+	watch string
 }
 
 // liveOf returns the version node's links start at.
@@ -349,6 +351,9 @@ address = "127.0.0.1"
 			timeout = "20s"
 		}
 		fmt.Fprintf(&b, "[strategy]\nmode = \"rolling\"\nbatch_timeout = %q\nmax_failed = %d\n", timeout, o.maxFailed)
+	}
+	if o.watch != "" {
+		fmt.Fprintf(&b, "[policy]\nwatch = %q\nwatch_interval = \"1s\"\n", o.watch)
 	}
 	fmt.Fprintf(&b, "[config]\nfile = \"%[1]s/var/lib/app/config.json\"\nredistribute = [\"%[1]s/var/lib/app/config.json\"]\n", r)
 	if o.execMigrate {

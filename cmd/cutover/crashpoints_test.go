@@ -54,7 +54,8 @@ type crashScenario struct {
 	// sourceOnly says the run must end at its source: an undo, an abort.
 	sourceOnly bool
 	// pre, when set, first kills an upgrade from -> to "before-ponr" (its master's daemons
-	// just stopped) or "after-ponr" (its config just migrated); the scenario's command then
+	// just stopped), "after-ponr" (its config just migrated) or "watching" (its watch's first
+	// check journaled); the scenario's command then
 	// continues or undoes that run. "resume-after-ponr" also kills the first --resume of the
 	// run killed "after-ponr" (when it first starts the daemons): the scenario's --resume
 	// continues the run a second time.
@@ -135,6 +136,8 @@ func crashScenarios() []crashScenario {
 	// happen whatever execution of the run ran it.
 	out = append(out, crashScenario{name: "redist", fix: fixtureOpts{live: "1.0.0", redist: true}, from: "1.0.0", to: "1.1.0", kind: "run", args: []string{"upgrade", "--to=1.1.0", "--yes"}})
 	out = append(out, crashScenario{name: "resume-of-resume", fix: fixtureOpts{live: "1.0.0"}, from: "1.0.0", to: "1.1.0", pre: "resume-after-ponr", kind: "run", args: []string{"upgrade", "--resume"}})
+	// The watch: an upgrade killed in its watch, which --resume takes up and ends done.
+	out = append(out, crashScenario{name: "watch", fix: fixtureOpts{live: "1.0.0", watch: "2s"}, from: "1.0.0", to: "1.1.0", pre: "watching", kind: "run", args: []string{"upgrade", "--resume"}})
 	out = append(out, crashScenario{name: "prune", fix: fixtureOpts{live: "1.1.0", extraVersion: pruneVersion}, from: "1.1.0", to: "1.1.0", kind: "prune", args: []string{"prune", "--yes"}})
 	out = append(out, crashScenario{name: "backup-restore", fix: fixtureOpts{live: "1.0.0"}, from: "1.1.0", to: "1.0.0", kind: "restore", args: []string{"backup", "restore", "ID"}})
 	out = append(out, crashScenario{name: "stage", fix: fixtureOpts{live: "1.0.0"}, from: "1.0.0", to: "1.2.0", kind: "stage", args: []string{"stage", "--version=1.2.0", "SOURCE"}})
@@ -367,6 +370,9 @@ func (sc crashScenario) reference(base string) (crashReference, error) {
 		case "before-ponr":
 			// Right after the master's daemons stopped: drained, paused, stopped.
 			ref.preAt = run.findPoint("command finished: daemons_stop", true)
+		case "watching":
+			// The first check of the watch is journaled: the run is finished and watched.
+			ref.preAt = run.findPoint("journal: facts map[watch.1.check.", false)
 		}
 		if sc.pre != "" && ref.preAt == 0 {
 			return ref, fmt.Errorf("no crash point of a clean upgrade is %s:\n%s", sc.pre, strings.Join(run.points, "\n"))

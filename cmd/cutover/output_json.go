@@ -81,7 +81,9 @@ type upgradeDoneEvent struct {
 	// RollbackRun is the run that took the cluster back after this one failed past its
 	// point of no return ([policy] on_failure = "rollback").
 	RollbackRun uint64 `json:"rollback_run,omitempty"`
-	Error       string `json:"error,omitempty"`
+	// Watched is true when the run watched the cluster after its finish (the watch stage).
+	Watched bool   `json:"watched,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
@@ -99,6 +101,7 @@ func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 		if res.Rollback != nil {
 			e.RollbackRun = res.Rollback.Run
 		}
+		e.Watched = res.Watched
 	}
 	_ = o.event(e)
 }
@@ -106,17 +109,19 @@ func (o *jsonOutput) upgradeDone(res *upgrade.Result, err error, dryRun bool) {
 // abortDoneEvent is the last line of `cutover upgrade --abort`.
 type abortDoneEvent struct {
 	doneHead
-	Run   uint64 `json:"run"`
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Log   string `json:"log"`
-	Error string `json:"error,omitempty"`
+	Run  uint64 `json:"run"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	Log  string `json:"log"`
+	// WatchEnded is true when the abort ended the run's watch early: the run is done at To.
+	WatchEnded bool   `json:"watch_ended,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 func (o *jsonOutput) abortDone(res *upgrade.Result, err error) {
 	e := abortDoneEvent{doneHead: o.head(err), Error: errorText(err)}
 	if res != nil {
-		e.Run, e.From, e.To, e.Log = res.Run, res.From, res.To, res.Log
+		e.Run, e.From, e.To, e.Log, e.WatchEnded = res.Run, res.From, res.To, res.Log, res.WatchEnded
 	}
 	_ = o.event(e)
 }
@@ -321,6 +326,8 @@ type statusPendingDoc struct {
 	Rebooted []string `json:"rebooted,omitempty"`
 	// Batches are a rolling run's batches.
 	Batches []statusBatchDoc `json:"batches,omitempty"`
+	// Watch is how the run's watch stands.
+	Watch *upgrade.WatchStatus `json:"watch,omitempty"`
 }
 
 // statusBatchDoc is one batch of a pending rolling run in the status document.
@@ -362,6 +369,8 @@ type statusRunDoc struct {
 	LastStage string   `json:"last_stage"`
 	LastState string   `json:"last_state"`
 	Offline   []string `json:"offline"`
+	// Watch is how the run's watch stands or ended.
+	Watch *upgrade.WatchStatus `json:"watch,omitempty"`
 }
 
 type statusBehindDoc struct {
@@ -405,7 +414,7 @@ func (o *jsonOutput) status(st *upgrade.StatusReport) error {
 		d.Pending = &statusPendingDoc{
 			Run: p.Run, Kind: p.Kind, From: p.From, To: p.To, Direction: p.Direction, Created: docTime(p.Created), Host: p.Host, PID: p.PID,
 			Outcome: p.Outcome, Stage: p.Stage, State: p.State, At: docTime(p.At), PastPONR: p.PastPONR, Error: p.Error,
-			Rebooted: p.Rebooted, Batches: batchDocs(p.Batches),
+			Rebooted: p.Rebooted, Batches: batchDocs(p.Batches), Watch: p.Watch,
 		}
 	}
 	if h := st.Lock; h != nil {
@@ -414,7 +423,7 @@ func (o *jsonOutput) status(st *upgrade.StatusReport) error {
 	if r := st.LastRun; r != nil {
 		d.LastRun = &statusRunDoc{
 			Run: r.Run, Kind: r.Kind, From: r.From, To: r.To, Outcome: r.Outcome, Started: docTime(r.Started), Ended: docTime(r.Ended),
-			LastStage: r.LastStage, LastState: r.LastState, Offline: docStrings(r.Offline),
+			LastStage: r.LastStage, LastState: r.LastState, Offline: docStrings(r.Offline), Watch: r.Watch,
 		}
 	}
 	for _, b := range st.Behind {

@@ -135,6 +135,8 @@ func (o *textOutput) abortDone(res *upgrade.Result, err error) {
 	case res == nil:
 	case res.Nothing:
 		fmt.Fprintln(o.w, "no run is pending; nothing to abort")
+	case err == nil && res.WatchEnded:
+		fmt.Fprintf(o.w, "ended the watch of run %d early: %s %s stays on %s\n", res.Run, res.App, res.To, count(res.Nodes, "node"))
 	case err == nil:
 		fmt.Fprintf(o.w, "aborted run %d: %s is back at %s on %s\n", res.Run, res.App, res.From, count(res.Nodes, "node"))
 	}
@@ -370,6 +372,7 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 			fmt.Fprintf(w, "  rebooted during the run: %s (the run stops their daemons again and redoes their steps)\n", strings.Join(p.Rebooted, ", "))
 		}
 		printRollingStatus(w, p.Batches)
+		printPendingWatch(w, p.Watch, st.Lock != nil, p.To)
 	} else {
 		fmt.Fprint(w, "pending: none")
 		if r := st.LastRun; r != nil {
@@ -648,6 +651,9 @@ func printJournalRun(w io.Writer, r upgrade.RunReport) {
 		lw.printf("  ended    %s after %s", textTime(r.Ended), seconds(r.Duration))
 	}
 	lw.printf("  offline  %s", textNone(r.Offline))
+	if r.Watch != nil {
+		lw.printf("  watch    %s", watchText(r.Watch, time.Now()))
+	}
 	keys := make([]string, 0, len(r.Facts))
 	for k := range r.Facts {
 		keys = append(keys, k)

@@ -8,14 +8,14 @@ _cutover() {
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		case $w in
-		--config | --output | --to | --force | --skip-node | --version | --keep) [ "${COMP_WORDS[i+1]}" = = ] && ((i++)); ((i++)); continue ;;
+		--config | --output | --to | --force | --watch | --skip-node | --version | --keep) [ "${COMP_WORDS[i+1]}" = = ] && ((i++)); ((i++)); continue ;;
 		-*) continue ;;
 		esac
 		if [ -z "$cmd" ]; then cmd=$w; elif [ -z "$sub" ]; then sub=$w; fi
 	done
 	case $cmd/$sub in
 	/) words="--config --output --verbose --help upgrade plan status journal backup sync stage prune cfgupgrade version" ;;
-	upgrade/*) words="--to --dry-run --yes -y --force --resume --abort --downgrade --skip-node --help" ;;
+	upgrade/*) words="--to --dry-run --yes -y --force --resume --abort --downgrade --watch --skip-node --help" ;;
 	plan/*) words="--to --force --help" ;;
 	status/*) words="--no-verify --help" ;;
 	journal/*) words="--help" ;;

@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -152,6 +153,17 @@ type PolicyConfig struct {
 	// leaves it pending for the operator; "rollback" takes the cluster back to the source by
 	// a downgrade run, once, where the path policy and the migrations allow it.
 	OnFailure string `toml:"on_failure"`
+	// Watch is how long a run watches the cluster after its finish before it is done (the
+	// watch stage): the verify and the wrong-version check are repeated every WatchInterval.
+	// Zero turns the watch off.
+	Watch Duration `toml:"watch"`
+	// WatchInterval is the time between two checks of the watch.
+	WatchInterval Duration `toml:"watch_interval"`
+	// WatchFailures is how many checks in a row may fail before the watch ends failed.
+	WatchFailures int `toml:"watch_failures"`
+	// WatchBoots is how many boots of the master inside the window may fail to become healthy
+	// before the watch ends failed (greenboot's boot counter).
+	WatchBoots int `toml:"watch_boots"`
 }
 
 // Load reads, defaults and validates the configuration at file. Errors name the file;
@@ -393,6 +405,15 @@ func (c *Config) validate() error {
 	}
 	if c.Policy.DrainTimeout.Duration <= 0 {
 		bad("policy.drain_timeout must be positive")
+	}
+	if c.Policy.WatchInterval.Duration < time.Second {
+		bad("policy.watch_interval %s: must be at least 1s", c.Policy.WatchInterval.Duration)
+	}
+	if c.Policy.WatchFailures < 1 {
+		bad("policy.watch_failures %d: must be at least 1", c.Policy.WatchFailures)
+	}
+	if c.Policy.WatchBoots < 1 {
+		bad("policy.watch_boots %d: must be at least 1", c.Policy.WatchBoots)
 	}
 	errs = append(errs, c.Strategy.validate(c.Commands)...)
 	errs = append(errs, c.Stage.validate()...)

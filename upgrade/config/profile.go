@@ -26,7 +26,8 @@ func baseSSH() SSHConfig {
 }
 
 func basePolicy() PolicyConfig {
-	return PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor", DrainTimeout: Duration{36 * time.Hour}, BackupKeep: 5, OnFailure: "stop"}
+	return PolicyConfig{AllowMinorJump: true, Downgrade: "previous-minor", DrainTimeout: Duration{36 * time.Hour}, BackupKeep: 5, OnFailure: "stop",
+		WatchInterval: Duration{30 * time.Second}, WatchFailures: 3, WatchBoots: 3}
 }
 
 func baseStrategy() StrategyConfig {

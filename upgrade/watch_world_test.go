@@ -1,0 +1,222 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/upgradetest"
+)
+
+// bootStat is a /proc/1/stat whose start time (field 22) is start.
+func bootStat(start int) string {
+	return fmt.Sprintf("1 (init) S 0 1 1 0 -1 4194560 100 0 0 0 1 1 0 0 20 0 1 0 %d 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n", start)
+}
+
+// bootMaster gives the World's master the boot identity of kernel boot id and init start time.
+func bootMaster(t *testing.T, w *upgradetest.World, id string, start int) string {
+	t.Helper()
+	w.WriteFile(t, w.Master, bootIDPath, id+"\n")
+	w.WriteFile(t, w.Master, initStatPath, bootStat(start))
+	return fmt.Sprintf("%s/%d", id, start)
+}
+
+const (
+	watchBootA = "0b6c1f7e-52cd-4bd7-9c44-2b4e2b35c0a1"
+	watchBootB = "9a0e3f5c-6a1b-4f7e-8a2c-1d3b4c5d6e7f"
+)
+
+// TestWatchOnAWorld runs the watch stage alone on a fake cluster, past the point of no return
+// as it always is: the world before (the watch plan and what an earlier execution of the round
+// journaled, the master's boot, the verify's answers), then the stage's journal state, the
+// round's end, the checks made and the error.
+func TestWatchOnAWorld(t *testing.T) {
+	long := time.Hour
+	cases := []struct {
+		name    string
+		plan    watchPlan
+		facts   func(boot string) map[string]string // an earlier execution's facts of round 1
+		setup   func(t *testing.T, w *upgradetest.World)
+		ready   time.Duration // daemons_ready_timeout
+		state   journal.State // the stage's last state
+		end     string        // the prefix of the round's end; "" for none
+		err     string        // part of the error; "" for none
+		left    bool          // the watch is left pending
+		verify  int           // verify calls
+		round   int           // the round the facts are in
+		checks  int           // checks journaled in the round
+		failedB int           // failed boots journaled in the round
+	}{
+		{name: "a healthy window ends done once it passed",
+			plan:  watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			state: journal.Done, end: "passed: 1 of 1 checks passed", verify: 1, round: 1, checks: 1},
+		{name: "a check that passes clears the failures before it, and the window ends healthy",
+			plan:  watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			setup: func(t *testing.T, w *upgradetest.World) { w.FailOnce("node1", "verify"); w.FailOnce("node1", "verify") },
+			state: journal.Done, end: "passed: 1 of 3 checks passed", verify: 3, round: 1, checks: 3},
+		{name: "watch_failures checks in a row that fail end the watch failed",
+			plan:  watchPlan{Window: long, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
+			state: journal.Failed, end: "failed: 3 checks in a row failed, the last: verify: node1:", err: "the watch of run 1 failed",
+			verify: 3, round: 1, checks: 3},
+		{name: "an unreachable node fails a check",
+			plan:  watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 3},
+			setup: func(t *testing.T, w *upgradetest.World) { w.Down("node3") },
+			state: journal.Failed, end: "failed: 1 check in a row failed, the last: node3:", err: "node3",
+			verify: 1, round: 1, checks: 1},
+		{name: "a watch taken up again checks at once and counts the failures journaled before",
+			plan: watchPlan{Window: long, Interval: time.Hour, Failures: 3, Boots: 3},
+			facts: func(boot string) map[string]string {
+				return map[string]string{"watch.1.start": time.Now().UTC().Format(time.RFC3339Nano), "watch.1.boot." + boot: "seen",
+					"watch.1.check.20260101T000000.000000000Z": "failed: verify: x", "watch.1.check.20260101T000001.000000000Z": "failed: verify: y"}
+			},
+			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
+			state: journal.Failed, end: "failed: 3 checks in a row failed", err: "3 checks in a row failed", verify: 1, round: 1, checks: 3},
+		{name: "a watch taken up again after its window ended healthy once it checks",
+			plan: watchPlan{Window: time.Minute, Interval: time.Hour, Failures: 3, Boots: 3},
+			facts: func(boot string) map[string]string {
+				return map[string]string{"watch.1.start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), "watch.1.boot." + boot: "seen"}
+			},
+			state: journal.Done, end: "passed: 1 of 1 checks passed over 1m0s", verify: 1, round: 1, checks: 1},
+		{name: "a resume after a failed watch watches a new window",
+			plan: watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			facts: func(boot string) map[string]string {
+				return map[string]string{"watch.1.start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), "watch.1.end": "failed: before"}
+			},
+			state: journal.Done, end: "passed: 1 of 1", verify: 1, round: 2, checks: 1},
+		{name: "a boot of the master inside the window that becomes healthy goes on watching",
+			plan: watchPlan{Window: time.Minute, Interval: time.Hour, Failures: 3, Boots: 3},
+			facts: func(string) map[string]string {
+				return map[string]string{"watch.1.start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), "watch.1.boot." + watchBootB + "/1": "seen"}
+			},
+			ready: time.Second, state: journal.Done, end: "passed", verify: 2, round: 1, checks: 1},
+		{name: "a boot that does not become healthy is a failed attempt, and the watch waits for the next boot",
+			plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 3},
+			facts: func(string) map[string]string {
+				return map[string]string{"watch.1.start": time.Now().UTC().Format(time.RFC3339Nano), "watch.1.boot." + watchBootB + "/1": "seen"}
+			},
+			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
+			ready: 30 * time.Millisecond, state: journal.Started, left: true, err: "boot 1 of 3 of the master inside the watch of run 1 did not become healthy",
+			round: 1, failedB: 1},
+		{name: "the watch_boots-th boot that does not become healthy ends the watch failed",
+			plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 2},
+			facts: func(string) map[string]string {
+				return map[string]string{"watch.1.start": time.Now().UTC().Format(time.RFC3339Nano), "watch.1.boot." + watchBootB + "/1": "seen",
+					"watch.1.boot." + watchBootB + "/2": "failed: verify: x"}
+			},
+			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
+			ready: 30 * time.Millisecond, state: journal.Failed, end: "failed: 2 boots of the master inside the window did not become healthy",
+			err: "2 boots", round: 1, failedB: 2},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := upgradetest.New(t, upgradetest.Options{Live: "1.1.0"})
+			boot := bootMaster(t, w, watchBootA, 7)
+			if tt.setup != nil {
+				tt.setup(t, w)
+			}
+			r := worldRun(t, w, "1.0.0", "1.1.0")
+			r.Config.Commands.DaemonsReadyTimeout.Duration = tt.ready
+			r.pastPONR, r.watch = true, tt.plan
+			facts := map[string]string{factWatch: tt.plan.String()}
+			if tt.facts != nil {
+				for k, v := range tt.facts(boot) {
+					facts[k] = v
+				}
+			}
+			if _, err := r.journal.SetFacts(ctx, r.ID, facts); err != nil {
+				t.Fatal(err)
+			}
+			r.facts = facts
+			err := (&Runner{Stages: []Stage{watchWindow{}}}).Execute(ctx, r)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("run: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("run: error %v, want one naming %q", err, tt.err)
+			}
+			if err != nil && !IsPastPONR(err) {
+				t.Errorf("run: error %v is not past the point of no return (exit 3)", err)
+			}
+			if isWatchLeft(err) != tt.left {
+				t.Errorf("run: error %v left the watch pending: %v, want %v", err, isWatchLeft(err), tt.left)
+			}
+			jr, jerr := journal.NewStore(JournalPath(r.Config)).Run(ctx, r.ID)
+			if jerr != nil {
+				t.Fatal(jerr)
+			}
+			if ev, _ := jr.LastEvent("watch"); ev.State != tt.state {
+				t.Errorf("journal: watch %s, want %s", ev.State, tt.state)
+			}
+			wantOutcome := map[journal.State]journal.Outcome{journal.Done: journal.Succeeded, journal.Failed: journal.FailedPastPONR, journal.Started: journal.Running}[tt.state]
+			if jr.Outcome != wantOutcome {
+				t.Errorf("journal: run %s, want %s", jr.Outcome, wantOutcome)
+			}
+			st := watchStatusOf(jr.Facts)
+			if st == nil || st.Round != tt.round || st.Checks != tt.checks || st.FailedBoots != tt.failedB {
+				t.Fatalf("watch status %+v, want round %d with %d checks and %d failed boots", st, tt.round, tt.checks, tt.failedB)
+			}
+			if !strings.HasPrefix(st.End, tt.end) || (tt.end == "") != (st.End == "") {
+				t.Errorf("round %d ended %q, want %q", st.Round, st.End, tt.end)
+			}
+			verify := 0
+			for _, c := range w.AllCalls() {
+				if c == "node1: verify" {
+					verify++
+				}
+			}
+			if tt.verify > 0 && verify != tt.verify || tt.left && verify == 0 {
+				t.Errorf("verify ran %d times, want %d; commands %q", verify, tt.verify, w.AllCalls())
+			}
+			if slices.Contains(w.AllCalls(), "node1: stop") {
+				t.Errorf("the watch stopped daemons: %q", w.AllCalls())
+			}
+		})
+	}
+}
+
+// TestWatchStatus reads a watch's journaled facts as status and the journal show them.
+func TestWatchStatus(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	facts := map[string]string{
+		factWatch:       watchPlan{Window: 15 * time.Minute, Interval: 30 * time.Second, Failures: 3, Boots: 2}.String(),
+		"watch.1.start": start.Format(time.RFC3339Nano),
+		"watch.1.check.20260301T120030.000000000Z": "passed",
+		"watch.1.check.20260301T120100.000000000Z": "failed: verify: down",
+		"watch.1.check.20260301T120130.000000000Z": "passed",
+		"watch.1.check.20260301T120200.000000000Z": "failed: verify: down again",
+		"watch.1.boot.x/1":                         "seen",
+		"watch.1.boot.y/2":                         "failed: verify: no",
+	}
+	st := watchStatusOf(facts)
+	want := WatchStatus{Window: 15 * time.Minute, Interval: 30 * time.Second, MaxFailures: 3, MaxBoots: 2, Round: 1,
+		Started: start, Ends: start.Add(15 * time.Minute), Checks: 4, Passed: 2, Failures: 1,
+		LastFailure: "verify: down again", LastFailureAt: start.Add(2 * time.Minute), FailedBoots: 1, State: "watching"}
+	if st == nil || *st != want {
+		t.Fatalf("watchStatusOf = %+v\nwant %+v", st, want)
+	}
+	if left := st.Left(start.Add(5 * time.Minute)); left != 10*time.Minute {
+		t.Errorf("Left = %s, want 10m", left)
+	}
+	facts["watch.1.end"] = "failed: 3 checks in a row failed"
+	if st := watchStatusOf(facts); st.State != "failed" || st.Round != 1 || watchNextRound(facts) != 2 {
+		t.Errorf("after a failed end: state %s, round %d, next %d; want failed, 1, 2", st.State, st.Round, watchNextRound(facts))
+	}
+	if watchStatusOf(map[string]string{"watch": "window=bad"}) != nil || watchStatusOf(nil) != nil {
+		t.Error("a run without a readable watch plan has a watch status")
+	}
+	for _, bad := range []string{"", "window=1m", "window=1m interval=0s failures=3 boots=3", "window=1m interval=1s failures=3 boots=3 x=1"} {
+		if _, err := parseWatchPlan(bad); err == nil {
+			t.Errorf("parseWatchPlan(%q) accepted", bad)
+		}
+	}
+	p := watchPlan{Window: time.Hour, Interval: time.Second, Failures: 2, Boots: 4}
+	if got, err := parseWatchPlan(p.String()); err != nil || got != p {
+		t.Errorf("parseWatchPlan(%q) = %+v, %v; want %+v", p.String(), got, err, p)
+	}
+}
