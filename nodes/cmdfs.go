@@ -44,7 +44,7 @@ func (f cmdFS) run(argv ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.c.fileTimeout)
 	defer cancel()
 	stdout, stderr := newHeadBuffer(maxCmdRead+1), newTailBuffer(maxStderr)
-	code, err := f.c.run(ctx, sshLine("LC_ALL=C "+QuoteArgs(argv), "", ""), stdout, stderr)
+	code, err := f.c.run(ctx, sshLine("LC_ALL=C "+QuoteArgs(argv), "", "", ""), stdout, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s did not answer within %s", f.c.addr, f.c.fileTimeout)

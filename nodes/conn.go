@@ -180,9 +180,9 @@ func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, rea
 		inShell, boot = !errors.Is(err, errShellGone), sh.boot
 	}
 	if !inShell {
-		remote := sshLine(body, tag, c.name)
+		remote := sshLine(body, tag, c.name, c.ssh.fence)
 		if reapFirst {
-			remote = reapLine(tag, c.name) + remote
+			remote = reapLine(tag, c.name, c.ssh.fence) + remote
 		}
 		code, err = c.ssh.run(runCtx, remote, stdout.w, stderr)
 	}
@@ -223,7 +223,11 @@ func (c *Conn) reap(ctx context.Context, tag string) error {
 		return nil
 	}
 	shown := "kill the commands of " + tag + " left running"
-	reapOnly := reapLine(tag, c.name) + "exit 0\n"
+	fence := ""
+	if c.ssh != nil {
+		fence = c.ssh.fence
+	}
+	reapOnly := reapLine(tag, c.name, fence) + "exit 0\n"
 	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false, nil, false); err != nil {
 		return err
 	}

@@ -32,6 +32,10 @@ func StartShell(ctx context.Context, c *Conn) error {
 	return err
 }
 
+// SetShellGoHook makes c's connection call f between its command shell's ask to run a command
+// and cutover's go, from now on.
+func SetShellGoHook(c *Conn, f func()) { c.ssh.beforeGo = f }
+
 // Alive reports whether c's connection is still usable.
 func Alive(c *Conn) bool { return c.alive() }
 

@@ -140,7 +140,7 @@ func startLocal(line, tag, node string, input io.Reader, stdout, stderr io.Write
 		mode = "input"
 		cmd.Stdin, cmd.ExtraFiles = pipes[3][0], []*os.File{pipes[0][0]}
 	}
-	cmd.Args = append(cmd.Args, watchdogArgs(mode, line, tag, node)...)
+	cmd.Args = append(cmd.Args, watchdogArgs(mode, line, tag, node, "")...)
 	cmd.Env = LocalEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &localProc{cmd: cmd, stdin: pipes[0][1], exited: make(chan struct{}), output: make(chan struct{}),

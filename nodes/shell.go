@@ -82,7 +82,17 @@ import (
 // from running at all: a connection cut off while cutover wrote a request leaves it in the
 // master's TCP send queue, delivered when the network heals, possibly after cutover gave the
 // command up, rolled back and exited. The shell then asks, reads the end of file that follows,
-// and exits without running it.
+// and exits without running it. The go itself can be late too (the network held it after
+// cutover sent it), so it is bounded twice over. In time: the shell waits for it at most the
+// connection's keepalive span (its third argument, in seconds), after which cutover gives a
+// silent connection up, and then exits without running the command. And by the fence (see
+// fenceScript): a tagged shell runs a command only while its connection's fence is the tag's,
+// which a newer connection of the run to the node replaces before anything else; the check
+// runs in the command's watcher after it has written the command's record, and the command
+// waits for its verdict on the shell's gate (a FIFO the shell holds open, one line "go
+// BOUNDARY" or "no BOUNDARY" a command), so that either the check sees the newer fence or the
+// newer connection's reap sees the record and kills the command. A fenced shell exits, with
+// fencedStatus.
 //
 // The boundary is 16 random bytes per command, sent on standard input only, so no command can
 // know it, let alone print it. A node without bash (exit 97 before the shell is ready) and a
@@ -135,9 +145,10 @@ const shellNoBash = 97
 // (EXIT).
 const shellScript = `set -m
 case $- in *m*) ;; *) exit 97;; esac
-cutover_tag=$1 cutover_node=$2
+cutover_tag=$1 cutover_node=$2 cutover_wait=$3 cutover_fence=$4
+case $cutover_wait in ''|*[!0-9]*) cutover_wait=15;; esac
 exec 4>&1 5<&0 6>&2 </dev/null >/dev/null 2>/dev/null
-` + procStatScript + `cutover_rec= cutover_boot= cutover_init= cutover_pg= cutover_tmp= cutover_co= cutover_ce= cutover_gen=0 cutover_k=0 cutover_new=new
+` + procStatScript + `cutover_rec= cutover_dir= cutover_boot= cutover_init= cutover_pg= cutover_tmp= cutover_co= cutover_ce= cutover_gen=0 cutover_k=0 cutover_new=new
 { read -r cutover_l </proc/$$/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
 [ "$cutover_pg" = $$ ] || exit 97
 cutover_me=$cutover_start
@@ -152,6 +163,10 @@ if [ -n "$cutover_tag" ]; then
 fi
 trap 'kill -USR1 -$$ 2>/dev/null; rm -rf ${cutover_tmp:+"$cutover_tmp"} ${cutover_rec:+"$cutover_rec"}' EXIT
 trap : USR1 PIPE
+cutover_fenced() {
+	[ -n "$cutover_fence" ] && [ -n "$cutover_dir" ] && { read -r cutover_x <"$cutover_dir/$cutover_tag.$cutover_node.fence"; } 2>/dev/null &&
+		[ -n "$cutover_x" ] && [ "$cutover_x" != "$cutover_fence" ]
+}
 cutover_alive() { [ /proc/$1/fd/1 -ef /proc/$$/fd/$2 ]; }
 cutover_started() { [ -e /proc/$1/exe ] || return 0; cutover_alive "$1" "$2" && ! [ /proc/$1/exe -ef /proc/$$/exe ]; }
 cutover_busy() { [ /proc/$1/fd/3 -ef "$2" ]; }
@@ -173,9 +188,9 @@ cutover_spawn() {
 	fi
 	cutover_fo=$cutover_tmp/o$cutover_gen cutover_fe=$cutover_tmp/e$cutover_gen cutover_k=0 cutover_new=
 	set +m
-	cat "$cutover_fo"{,}{,}{,}{,}{,}{,}{,}{,} </dev/null >&4 2>/dev/null 3<&- 4>&- 5<&- 6>&- &
+	cat "$cutover_fo"{,}{,}{,}{,}{,}{,}{,}{,} </dev/null >&4 2>/dev/null 3<&- 4>&- 5<&- 6>&- {cutover_g}<&- &
 	cutover_co=$!
-	cat "$cutover_fe"{,}{,}{,}{,}{,}{,}{,}{,} </dev/null >&6 2>/dev/null 3<&- 4>&- 5<&- 6>&- &
+	cat "$cutover_fe"{,}{,}{,}{,}{,}{,}{,}{,} </dev/null >&6 2>/dev/null 3<&- 4>&- 5<&- 6>&- {cutover_g}<&- &
 	cutover_ce=$!
 	set -m
 	cutover_i=0
@@ -191,7 +206,7 @@ cutover_copiers() {
 cutover_nap() { read -r -t "$1" cutover_l <>"$cutover_tmp/nap"; }
 cutover_ns=$(readlink /proc/$$/ns/pid 2>/dev/null) cutover_ns=${cutover_ns//[!0-9]/}
 cutover_tmp=$(for cutover_d in "${TMPDIR:-/tmp}" /dev/shm "$HOME"; do mktemp -d "$cutover_d/.cutover-shell-$cutover_ns-$$-$cutover_me.XXXXXXXXXX" && break; done 2>/dev/null) &&
-	mkfifo -m 600 "$cutover_tmp/nap" 2>/dev/null || exit 97
+	mkfifo -m 600 "$cutover_tmp/nap" "$cutover_tmp/gate" 2>/dev/null && exec {cutover_g}<>"$cutover_tmp/gate" || exit 97
 cutover_old=()
 for cutover_f in "${cutover_tmp%/*}/.cutover-shell-$cutover_ns"-*-*.*; do
 	[ -d "$cutover_f" ] && [ -O "$cutover_f" ] && ! [ -L "$cutover_f" ] && [ "$cutover_f" != "$cutover_tmp" ] || continue
@@ -215,35 +230,47 @@ while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
 		cutover_i=$((cutover_i + 1))
 	done
 	cutover_s=${cutover_s%?}
+	cutover_fenced && exit ` + fencedStatus + `
 	if ! cutover_copiers; then
 		printf '\n%s end\n' "$cutover_b" >&4
 		printf '\n%s end\n' "$cutover_b" >&6
 		exit 98
 	fi
 	printf '\n%s ask\n' "$cutover_b" >&4
-	IFS= read -r cutover_l <&5 || exit
+	IFS= read -r -t "$cutover_wait" cutover_l <&5 || exit
+	while read -r -t 0 -u "$cutover_g"; do read -r -u "$cutover_g" cutover_l; done
 	if [ "$cutover_l" = "go $cutover_b" ] && { exec 9<>"$cutover_fo" 7>"$cutover_fo" 3<>"$cutover_fe" 8>"$cutover_fe"; } 2>/dev/null; then
 		{
 			cutover_start=
 			{ read -r cutover_l </proc/$BASHPID/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
 			case $cutover_start in ''|*[!0-9]*) cutover_start=0;; esac
-			if [ "$cutover_mode" = exec ]; then
-				(eval "exec $cutover_s") 3<&- 9<&- </dev/null
-			else
-				sh -c "$cutover_s" 3<&- 9<&- </dev/null
+			cutover_x= cutover_l=
+			while read -r -u "$cutover_g" cutover_x cutover_l; do [ "$cutover_l" = "$cutover_b" ] && break; done
+			if [ "$cutover_x" = go ]; then
+				if [ "$cutover_mode" = exec ]; then
+					(eval "exec $cutover_s") 3<&- 9<&- {cutover_g}<&- </dev/null
+				else
+					sh -c "$cutover_s" 3<&- 9<&- {cutover_g}<&- </dev/null
+				fi
+				cutover_st=$?
+				printf '\n%s %s %s\n' "$cutover_b" "$cutover_st" "$cutover_start"
+				printf '\n%s %s %s\n' "$cutover_b" "$cutover_st" "$cutover_start" >&2
+				until cutover_busy "$cutover_co" "$cutover_fo" && cutover_busy "$cutover_ce" "$cutover_fe"; do
+					cutover_alive "$cutover_co" 4 && cutover_alive "$cutover_ce" 6 || break
+					cutover_nap 0.01
+				done
 			fi
-			cutover_st=$?
-			printf '\n%s %s %s\n' "$cutover_b" "$cutover_st" "$cutover_start"
-			printf '\n%s %s %s\n' "$cutover_b" "$cutover_st" "$cutover_start" >&2
-			until cutover_busy "$cutover_co" "$cutover_fo" && cutover_busy "$cutover_ce" "$cutover_fe"; do
-				cutover_alive "$cutover_co" 4 && cutover_alive "$cutover_ce" 6 || break
-				cutover_nap 0.01
-			done
 		} >&7 2>&8 4>&- 5>&- 6>&- 7>&- 8>&- | {
 			trap "" TERM
 			cutover_pg= cutover_start=-
 			{ read -r cutover_l </proc/$BASHPID/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
 			[ -z "$cutover_rec" ] || { printf "%s %s %s %s %s\n" "$cutover_pg" "$BASHPID" "$cutover_start" "${cutover_boot:--}" "$cutover_node" >"$cutover_rec"; } 2>/dev/null
+			if cutover_fenced; then
+				printf 'no %s\n' "$cutover_b" >&"$cutover_g"
+				[ -z "$cutover_rec" ] || { : >"$cutover_rec"; } 2>/dev/null
+				exit 1
+			fi
+			printf 'go %s\n' "$cutover_b" >&"$cutover_g"
 			cutover_l=
 			IFS= read -r cutover_l <&5
 			if [ "$cutover_l" != done ]; then
@@ -281,20 +308,26 @@ while read -r cutover_op cutover_b cutover_mode cutover_n <&5; do
 	else
 		exec 3<&- 7>&- 8>&- 9<&-
 	fi
+	cutover_fenced && exit ` + fencedStatus + `
 	printf '\n%s end\n' "$cutover_b" >&4
 	printf '\n%s end\n' "$cutover_b" >&6
 done
 `
 
-// shellLine is the command line that starts a command shell for tag on node with the program
-// bash (a name to look up in PATH), after the reap of tag's leftovers when reap is set.
-func shellLine(bash, tag, node string, reap bool) string {
+// shellLine is the command line that starts a command shell of the connection for tag on node
+// with the program bash (a name to look up in PATH), after the reap of tag's leftovers when
+// reap is set. The shell waits for a command's go at most the connection's goWait, in whole
+// seconds (at least one), and runs a tagged command only while the tag's fence is the
+// connection's.
+func (c *sshClient) shellLine(bash, tag, node string, reap bool) string {
 	line := ""
 	if reap && tag != "" {
-		line = reapLine(tag, node)
+		line = reapLine(tag, node, c.fence)
 	}
+	wait := max(int64((c.goWait+time.Second-1)/time.Second), 1)
 	return line + "command -v " + Quote(bash) + " >/dev/null 2>&1 || exit " + strconv.Itoa(shellNoBash) + "\n" +
-		"BASH_ENV= exec " + Quote(bash) + " --norc --noprofile -c " + Quote(shellScript) + " cutover-shell " + QuoteArgs([]string{tag, node})
+		"BASH_ENV= exec " + Quote(bash) + " --norc --noprofile -c " + Quote(shellScript) + " cutover-shell " +
+		QuoteArgs([]string{tag, node, strconv.FormatInt(wait, 10), c.fence})
 }
 
 // errNoBash says a node has no bash for a command shell.
@@ -458,7 +491,7 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 			}
 		}
 	}()
-	ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ Command string }{shellLine(bash, tag, node, reap)}))
+	ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ Command string }{c.shellLine(bash, tag, node, reap)}))
 	if err != nil || !ok {
 		s.close()
 		if err == nil {
@@ -554,6 +587,9 @@ func (s *remoteShell) run(ctx context.Context, mode, script string, stdout, stde
 	}
 	select {
 	case <-fo.asked:
+		if s.c.beforeGo != nil {
+			s.c.beforeGo()
+		}
 		if _, err := io.WriteString(s.ch, "go "+b+"\n"); err != nil {
 			s.close()
 			return -1, 0, fmt.Errorf("command shell: %w", err)

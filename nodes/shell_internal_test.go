@@ -16,7 +16,7 @@ func TestShellNoBashStatus(t *testing.T) {
 	if !strings.Contains(shellScript, want) {
 		t.Errorf("shellScript does not refuse with %q", want)
 	}
-	if line := shellLine("bash", "", "node1", false); !strings.Contains(line, "|| exit "+strconv.Itoa(shellNoBash)+"\n") {
+	if line := (&sshClient{}).shellLine("bash", "", "node1", false); !strings.Contains(line, "|| exit "+strconv.Itoa(shellNoBash)+"\n") {
 		t.Errorf("shellLine %q does not exit %d without bash", line[:80], shellNoBash)
 	}
 }

@@ -207,7 +207,7 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("Prepare: %v", err)
 	}
 	assertKilled(t, s, mark)
-	if files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*")); len(files) != 1 || files[0] == record {
+	if files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".[0-9]*")); len(files) != 1 || files[0] == record {
 		t.Errorf("records of %s after Prepare: %v, want the left-behind one gone and the shell's own", tag, files)
 	}
 	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
@@ -411,4 +411,97 @@ exit 98`)))
 	if err != nil || string(res.Stdout) != "session\n" || res.Boot != "" {
 		t.Errorf("the command: ran in %q (%v), boot %q; want a session of its own", res.Stdout, err, res.Boot)
 	}
+}
+
+// TestLateGoNeverActs holds a command's go back, as a network that delays the packets of one
+// connection does, and delivers it after the connection was given up: a go later than the
+// connection's keepalive span, and a go after a newer connection of the same run (command tag)
+// reached the node, on the command shell and on a command in a session of its own. The
+// command must not run in any of them: once cutover has given a connection up for a newer
+// one, or for lost, nothing it sent before acts on the node.
+func TestLateGoNeverActs(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1, sshdtest.WithRootLogin())
+	ctx := context.Background()
+	short := func(cfg *nodes.SSHConfig) { cfg.KeepaliveInterval, cfg.KeepaliveMax = 500*time.Millisecond, 2 }
+
+	t.Run("go after the keepalive span", func(t *testing.T) {
+		cn := conn(t, newPool(t, c, short), "node1")
+		nodes.SetShellGoHook(cn, func() { time.Sleep(2500 * time.Millisecond) })
+		mark := filepath.Join(t.TempDir(), "mark")
+		res, err := cn.RunShell(ctx, "touch "+nodes.Quote(mark))
+		if err == nil {
+			t.Errorf("a go a second and a half past the keepalive span: %+v, want an error", res)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the command ran on a go that came after the keepalive span (%v)", err)
+		}
+	})
+
+	t.Run("go after a newer connection", func(t *testing.T) {
+		tag := uniqueTag()
+		old := newPool(t, c, nil)
+		if err := old.SetCommandTag(tag); err != nil {
+			t.Fatal(err)
+		}
+		newer := newPool(t, c, nil)
+		if err := newer.SetCommandTag(tag); err != nil {
+			t.Fatal(err)
+		}
+		oldConn := conn(t, old, "node1")
+		if _, err := oldConn.Run(ctx, "true"); err != nil {
+			t.Fatal(err)
+		}
+		var took error
+		nodes.SetShellGoHook(oldConn, func() {
+			// The newer connection reaches the node while the old one's go is held.
+			_, took = conn(t, newer, "node1").Run(ctx, "true")
+		})
+		mark := filepath.Join(t.TempDir(), "mark")
+		res, err := oldConn.RunShell(ctx, "touch "+nodes.Quote(mark))
+		if took != nil {
+			t.Fatalf("the newer connection's command: %v", took)
+		}
+		if err == nil {
+			t.Errorf("the old connection's command after a newer one took over: %+v, want an error", res)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the command ran on a go that came after a newer connection took over (%v)", err)
+		}
+		// The newer connection's commands still run, in its shell.
+		if res, err := conn(t, newer, "node1").RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
+			t.Errorf("the newer connection's next command: %q, %v; want it run in its command shell", res.Stdout, err)
+		}
+	})
+
+	t.Run("session after a newer connection", func(t *testing.T) {
+		tag := uniqueTag()
+		old, newer := newPool(t, c, nil), newPool(t, c, nil)
+		for _, p := range []*nodes.Pool{old, newer} {
+			nodes.NoCommandShell(p)
+			if err := p.SetCommandTag(tag); err != nil {
+				t.Fatal(err)
+			}
+		}
+		oldConn := conn(t, old, "node1")
+		if _, err := oldConn.Run(ctx, "true"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn(t, newer, "node1").Run(ctx, "true"); err != nil {
+			t.Fatal(err)
+		}
+		mark := filepath.Join(t.TempDir(), "mark")
+		res, err := oldConn.RunShell(ctx, "touch "+nodes.Quote(mark))
+		if err == nil || res.ExitCode != 96 || !strings.Contains(string(res.Stderr), "a newer connection") {
+			t.Errorf("the old connection's command after a newer one took over: exit %d, %q, %v; want exit 96 naming the newer connection", res.ExitCode, res.Stderr, err)
+		}
+		if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the old connection's command ran after a newer one took over (%v)", err)
+		}
+		if _, err := conn(t, newer, "node1").RunShell(ctx, "true"); err != nil {
+			t.Errorf("the newer connection's next command: %v", err)
+		}
+	})
 }

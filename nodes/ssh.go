@@ -52,6 +52,16 @@ type sshClient struct {
 	shellMu sync.Mutex
 	shell   *remoteShell // the command shell, once one was started
 	noShell atomic.Bool  // the node cannot run a command shell: every command has a session of its own
+
+	// fence is the connection's own token, random: its reap writes it to the node's fence file
+	// of the command tag, and its tagged commands run only while the file still holds it, so a
+	// request of a connection given up for a newer one never acts (see fenceScript).
+	fence string
+	// goWait bounds how long the node's command shell waits for the go of a command it asked to
+	// run: the time after which cutover gives the connection up when it hears nothing.
+	goWait time.Duration
+	// beforeGo, when set (tests), runs between a command shell's ask and cutover's go.
+	beforeGo func()
 }
 
 // dialError is a failed connection attempt.
@@ -149,6 +159,8 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 		dead:     make(chan struct{}),
 
 		fileTimeout: p.cfg.FileTimeout,
+		fence:       newFence(),
+		goWait:      p.cfg.KeepaliveInterval * time.Duration(p.cfg.KeepaliveMax),
 	}
 	go func() {
 		err := c.client.Wait()

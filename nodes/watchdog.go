@@ -1,6 +1,8 @@
 package nodes
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -115,9 +117,12 @@ kill -KILL -"$pg" 2>/dev/null
 `
 
 // wrapperScript is the watchdog; its arguments are the command line, the
-// mode ("local", "input" or "ssh"), the command tag ("" for no record) and the node's
-// name. In the watcher, $$ is still the pid of the shell that execs the
-// command.
+// mode ("local", "input" or "ssh"), the command tag ("" for no record), the node's
+// name and the connection's fence ("" for none). A tagged command whose tag's fence file
+// holds another connection's fence is not run (see fenceScript): it exits fencedStatus,
+// having written its record first, so that a reap that wrote the fence after this looked
+// finds the record and kills the command. In the watcher, $$ is still the pid of the shell
+// that execs the command.
 const wrapperScript = `case $2 in input) ;; *) exec 3<&0 </dev/null;; esac
 ` + procStatScript + `cutover_pg=$$ cutover_start=-
 { read -r cutover_l </proc/$$/stat; } 2>/dev/null && cutover_pstat "$cutover_l"
@@ -129,6 +134,13 @@ if [ -n "$3" ]; then
 		{ read -r cutover_boot </proc/sys/kernel/random/boot_id; } 2>/dev/null || cutover_boot=-
 		cutover_rec=$cutover_dir/$3.$$
 		{ echo "$cutover_pg $$ $cutover_start $cutover_boot $4" >"$cutover_rec"; } 2>/dev/null || cutover_rec=
+		cutover_f=
+		{ read -r cutover_f <"$cutover_dir/$3.$4.fence"; } 2>/dev/null
+		if [ -n "$5" ] && [ -n "$cutover_f" ] && [ "$cutover_f" != "$5" ]; then
+			[ -z "$cutover_rec" ] || rm -f "$cutover_rec"
+			echo "cutover: not run: a newer connection to this node took over the run's commands" >&2
+			exit ` + fencedStatus + `
+		fi
 	fi
 fi
 {
@@ -143,13 +155,14 @@ fi
 exec sh -c "$1" 3<&-
 `
 
-// reapScript kills the commands recorded under tag $t for node $n whose
-// process still runs (same boot, same start time) with their process group,
-// and removes every record of $t for $n (and unreadable ones of $t). It
-// never exits, so that a command line may follow it.
-const reapScript = recordDirScript + `{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=-
+// reapScript first writes the connection's fence $g (when not "") to tag $t's fence file, then
+// kills the commands recorded under $t for node $n whose process still runs (same boot, same
+// start time) with their process group, and removes every record of $t for $n (and unreadable
+// ones of $t). It never exits, so that a command line may follow it.
+const reapScript = recordDirScript + fenceScript + `{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=-
 ` + procStatScript + `[ -n "$cutover_dir" ] && [ -d "$cutover_dir" ] && for f in "$cutover_dir/$t".*; do
 	[ -f "$f" ] || continue
+	case ${f##*.} in *[!0-9]*) continue;; esac
 	rg= rp= rs= rb= rn=
 	{ read -r rg rp rs rb rn <"$f"; } 2>/dev/null
 	[ -z "$rn" ] || [ "$rn" = "$n" ] || continue
@@ -166,23 +179,55 @@ done
 `
 
 // watchdogArgs are the arguments of the sh that runs line under the
-// watchdog, in mode "local", "input" or "ssh".
-func watchdogArgs(mode, line, tag, node string) []string {
-	return []string{"-c", wrapperScript, "cutover-cmd", line, mode, tag, node}
+// watchdog, in mode "local", "input" or "ssh", with the connection's fence ("" for none).
+func watchdogArgs(mode, line, tag, node, fence string) []string {
+	return []string{"-c", wrapperScript, "cutover-cmd", line, mode, tag, node, fence}
 }
 
 // sshLine is the command line that runs line under the watchdog over SSH.
 // The login shell execs sh, so that the command is sshd's own child and its
 // exit status or signal reaches cutover unchanged.
-func sshLine(line, tag, node string) string {
-	return "exec sh " + QuoteArgs(watchdogArgs("ssh", line, tag, node))
+func sshLine(line, tag, node, fence string) string {
+	return "exec sh " + QuoteArgs(watchdogArgs("ssh", line, tag, node, fence))
 }
 
-// reapLine is the start of a command line that kills what commands of tag
-// left running on node; it ends with a newline, and the line goes on with
-// what runs next.
-func reapLine(tag, node string) string {
-	return "t=" + Quote(tag) + " n=" + Quote(node) + "\n" + reapScript
+// reapLine is the start of a command line that fences tag on node for the connection whose
+// fence is fence and kills what commands of tag left running there; it ends with a newline,
+// and the line goes on with what runs next.
+func reapLine(tag, node, fence string) string {
+	return "t=" + Quote(tag) + " n=" + Quote(node) + " g=" + Quote(fence) + "\n" + reapScript
+}
+
+// fenceScript writes the connection's fence $g, when not "", to the fence file of tag $t and node $n,
+// atomically (a new file renamed over the old). The fence is what makes a request that
+// reaches a node late harmless. A connection that cutover gave up (its keepalive failed) may
+// still deliver what cutover wrote to it, once the network heals: a command shell's go, a
+// command's own session. Every tagged command carries its connection's fence and runs only
+// while the tag's fence file holds it; a connection's reap, which runs before its first
+// command, writes its own fence there before it looks for records. A command writes its
+// record before it compares the fence, so either it sees the newer fence and does not run, or
+// its record was there before the reap looked, and the reap kills it. The file lives beside
+// the records (root's /run/cutover/cmd, or the login's ~/.cutover/cmd), named TAG.NODE.fence
+// (one host may be several nodes of an inventory); the reap's loop leaves it alone, as only
+// records end in a number. A tag's fence file stays when
+// its run is over (a run's later executions need it); the fence files of runs that wrote none
+// for a week are removed.
+const fenceScript = `if [ -n "$g" ] && [ -n "$cutover_dir" ]; then
+	[ -d "$cutover_dir" ] || mkdir -p -m 700 "$cutover_dir" 2>/dev/null
+	{ printf '%s\n' "$g" >"$cutover_dir/$t.$n.fence-$$" && mv -f "$cutover_dir/$t.$n.fence-$$" "$cutover_dir/$t.$n.fence"; } 2>/dev/null
+	find "$cutover_dir" -maxdepth 1 -name '*.fence' -mtime +7 -exec rm -f {} + 2>/dev/null
+fi
+`
+
+// fencedStatus is the exit status of a command that a node did not run because its
+// connection's fence is no longer the tag's (see fenceScript).
+const fencedStatus = "96"
+
+// newFence returns a connection's fence: 16 random hex digits.
+func newFence() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // maxCommandTag bounds a command tag's length.

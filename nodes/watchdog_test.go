@@ -147,7 +147,8 @@ func assertKilled(t *testing.T, s, mark string) {
 // assertNoRecords fails if any record of tag is left in dir.
 func assertNoRecords(t *testing.T, dir, tag string) {
 	t.Helper()
-	if left, _ := filepath.Glob(filepath.Join(dir, tag+".*")); len(left) > 0 {
+	// Records end in a number; the tag's fence file stays (see fenceScript).
+	if left, _ := filepath.Glob(filepath.Join(dir, tag+".[0-9]*")); len(left) > 0 {
 		t.Errorf("records left behind: %v", left)
 	}
 }
@@ -157,7 +158,7 @@ func assertNoRecords(t *testing.T, dir, tag string) {
 func waitNoRecords(t *testing.T, dir, tag string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if left, _ := filepath.Glob(filepath.Join(dir, tag+".*")); len(left) == 0 {
+		if left, _ := filepath.Glob(filepath.Join(dir, tag+".[0-9]*")); len(left) == 0 {
 			return
 		}
 	}
@@ -590,7 +591,7 @@ func reapSSH(t *testing.T, c *sshdtest.Cluster, plain bool) {
 		watcher, _ = strconv.Atoi(watchers[0])
 	} else {
 		// A command shell's record names the command's watcher second.
-		files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*"))
+		files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".[0-9]*"))
 		if len(files) != 1 {
 			t.Fatalf("records of tag %s: %v, want the shell's one", tag, files)
 		}
@@ -623,7 +624,7 @@ func reapSSH(t *testing.T, c *sshdtest.Cluster, plain bool) {
 	if n := len(processesWith(t, "sleep\x00"+s)); n != 2 {
 		t.Fatalf("%d sleeps run after the connection ended, want both left behind", n)
 	}
-	left, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*"))
+	left, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".[0-9]*"))
 	if len(left) != 1 {
 		t.Fatalf("records of the left-behind command: %v, want 1", left)
 	}
@@ -645,7 +646,7 @@ func reapSSH(t *testing.T, c *sshdtest.Cluster, plain bool) {
 		t.Errorf("record of the left-behind command %s: %v, want it removed", left[0], err)
 	}
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".*"))
+		files, _ := filepath.Glob(filepath.Join(nodes.RootRecordDir, tag+".[0-9]*"))
 		busy := ""
 		for _, f := range files {
 			if data, err := os.ReadFile(f); err == nil && len(data) > 0 {
@@ -753,7 +754,7 @@ func TestCommandRecord(t *testing.T) {
 	const script = `if [ -w /run ]; then d=/run/cutover/cmd; else d=$HOME/.cutover/cmd; fi
 read -r l </proc/$$/stat; set -- ${l##*) }
 echo $$; echo $3; stat -c %a "$d" 2>/dev/null || echo no-dir
-if [ "$SHELLREC" = 1 ]; then cat "$d/$T".* 2>/dev/null || echo none; else cat "$d"/*.$$ 2>/dev/null || echo none; fi`
+if [ "$SHELLREC" = 1 ]; then cat "$d/$T".[0-9]* 2>/dev/null || echo none; else cat "$d"/*.$$ 2>/dev/null || echo none; fi`
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
@@ -812,7 +813,7 @@ if [ "$SHELLREC" = 1 ]; then cat "$d/$T".* 2>/dev/null || echo none; else cat "$
 			if record[0] != group || record[1] == pid {
 				t.Errorf("record %q, want the command's group %s and a watcher other than the command %s", lines[3], group, pid)
 			}
-			files, _ := filepath.Glob(filepath.Join(tr.recordDir(t), tag+".*"))
+			files, _ := filepath.Glob(filepath.Join(tr.recordDir(t), tag+".[0-9]*"))
 			if len(files) != 1 {
 				t.Fatalf("records of %s after the command: %v, want the shell's one", tag, files)
 			}
