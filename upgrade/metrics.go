@@ -98,10 +98,16 @@ func readSnapshot(ctx context.Context, cfg *config.Config, seen []metrics.Node, 
 	}
 	if len(seen) > 0 {
 		merged := look.Merge(seen, at)
-		// Saved only when a node changed: a run merges what it saw at every stage end.
-		// A state directory that does not exist yet (no run ever) keeps nothing.
+		// Saved only when a node changed: a run merges what it saw at every stage end. The
+		// state directory is made on first use, as the journal makes it.
 		if keep && !slices.Equal(merged.Nodes, look.Nodes) {
-			if err := metrics.SaveLook(LookPath(cfg), merged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err := metrics.SaveLook(LookPath(cfg), merged)
+			if errors.Is(err, fs.ErrNotExist) {
+				if err = journal.MkdirAllDurable(cfg.Paths.StateDir, 0o700); err == nil {
+					err = metrics.SaveLook(LookPath(cfg), merged)
+				}
+			}
+			if err != nil {
 				return metrics.Snapshot{}, err
 			}
 		}

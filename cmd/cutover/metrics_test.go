@@ -47,6 +47,11 @@ func TestMetricsStatusAndRun(t *testing.T) {
 	if got := lc.read("textfile/cutover.prom"); got != out {
 		t.Errorf("status wrote %s:\n%s\nwant what it printed:\n%s", file, got, out)
 	}
+	// The look is kept, in a state directory made for it, so that a node no run reaches
+	// keeps the version status saw.
+	if look := lc.read("state/metrics-look.json"); !strings.Contains(look, `"version":"1.0.0"`) {
+		t.Errorf("status kept the look %q, want the node at 1.0.0", look)
+	}
 
 	// The post-upgrade hook runs while the run is pending: it copies the metrics file as the
 	// run's last stage end left it.

@@ -2,7 +2,9 @@
 # build.sh builds the container image every node of a cutover test cluster runs, without a
 # registry: debootstrap a minimal Debian, trim it, and `docker import` it. The tag carries a hash
 # of every input, so a second run finds the image and returns at once. It prints the image's
-# name (cutover-node:<hash>) on stdout; progress goes to stderr.
+# name (cutover-node:<hash>) on stdout; progress goes to stderr. Besides what a node needs (sshd,
+# cron, procps, iproute2, tini), it holds Debian's prometheus-node-exporter and curl, for the test
+# of cutover's metrics: installed, never started unless a test starts it (on the master).
 #
 # Concurrent runs (several test packages starting clusters at once) are serialized with a flock;
 # the one that waited finds the image built by the other.
@@ -14,7 +16,7 @@
 set -euo pipefail
 
 suite=bookworm
-packages=openssh-server,openssh-client,cron,procps,iproute2,tini
+packages=openssh-server,openssh-client,cron,procps,iproute2,tini,curl,prometheus-node-exporter
 here=$(cd "$(dirname "$0")" && pwd)
 init="$here/cutover-node-init"
 lock=/tmp/cutover-node-image.lock
