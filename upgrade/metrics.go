@@ -22,10 +22,6 @@ import (
 // them to) is merged into the look kept in the state directory, so that nodes a run does not
 // touch (offline ones) keep the version they were last seen at.
 
-// watchStage is the name of the journaled stage that watches the cluster after a run finished
-// ([policy] watch): the metrics show its state from the journal whenever a run has one.
-const watchStage = "watch"
-
 // LookPath is where the last look at the nodes is kept for the metrics.
 func LookPath(c *config.Config) string {
 	return filepath.Join(c.Paths.StateDir, "metrics-look.json")
@@ -201,28 +197,15 @@ func recordedDowntime(jr journal.Run) (time.Duration, bool) {
 	return d, true
 }
 
-// watchOf is the watch of the newest run with a journaled watch stage; nil when none has one.
+// watchOf is the watch of the newest run that watches (its facts hold a watch plan); nil when
+// none does.
 func watchOf(runs []journal.Run) *metrics.Watch {
 	for i := len(runs) - 1; i >= 0; i-- {
-		ev, ok := runs[i].LastEvent(watchStage)
-		if !ok || ev.State == journal.Skipped {
+		ws := watchStatusOf(runs[i].Facts)
+		if ws == nil {
 			continue
 		}
-		w := &metrics.Watch{Run: runs[i].ID, Kind: string(kindOf(runs[i].Kind))}
-		switch ev.State {
-		case journal.Started:
-			w.State = "watching"
-			if runs[i].Outcome != journal.Running && runs[i].Outcome != journal.FailedPastPONR {
-				w.State = "ended" // the run ended without the watch's own end: cut short
-			}
-		case journal.Done:
-			w.State = "passed"
-		case journal.Failed:
-			w.State = "failed"
-		default:
-			w.State = "ended"
-		}
-		return w
+		return &metrics.Watch{Run: runs[i].ID, Kind: string(kindOf(runs[i].Kind)), State: ws.State, Ends: ws.Ends, Failures: ws.Failures}
 	}
 	return nil
 }

@@ -31,7 +31,13 @@ func TestSnapshotOf(t *testing.T) {
 		Events: []journal.Event{ev("switch", journal.Done)}}
 	watching := done
 	watching.ID, watching.Outcome, watching.Ended = 5, journal.Running, time.Time{}
-	watching.Events = []journal.Event{ev("finish", journal.Done), ev(watchStage, journal.Started)}
+	watching.Events = []journal.Event{ev("finish", journal.Done), ev("watch", journal.Started)}
+	watching.Facts = map[string]string{factWatch: "window=15m0s interval=30s failures=3 boots=3",
+		"watch.1.start": t0.Add(time.Minute).Format(time.RFC3339Nano), "watch.1.check.20261121T180130.000000000Z": "failed: verify exit 1"}
+	aborted := watching
+	aborted.ID, aborted.Outcome, aborted.Ended = 6, journal.Aborted, t0.Add(5*time.Minute)
+	aborted.Facts = map[string]string{factWatch: "window=15m0s interval=30s failures=3 boots=3",
+		"watch.1.start": t0.Add(time.Minute).Format(time.RFC3339Nano), "watch.1.end": "ended-early"}
 	intent := &journal.Intent{RunID: 3, Kind: "upgrade", Direction: "upgrade", Created: t0.Add(2 * time.Hour)}
 
 	tests := []struct {
@@ -54,7 +60,9 @@ func TestSnapshotOf(t *testing.T) {
 		{"sync in progress", []journal.Run{done, syncRunning}, nil,
 			"pending 4 sync same-minor switch past=false; last [upgrade 1 done 30s down 12.5s/true ok 0 h]; watch <nil>"},
 		{"watching", []journal.Run{done, watching}, nil,
-			"pending 5 upgrade upgrade watch past=false; last [upgrade 1 done 30s down 12.5s/true ok 0 h]; watch 5 upgrade watching"},
+			"pending 5 upgrade upgrade watch past=false; last [upgrade 1 done 30s down 12.5s/true ok 0 h]; watch 5 upgrade watching ends 16m0s failures 1"},
+		{"watch ended early", []journal.Run{done, aborted}, nil,
+			"pending <nil>; last [upgrade 6 aborted 5m0s down 0s/false ok 0 h]; watch 6 upgrade ended-early ends 16m0s failures 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +92,7 @@ func describeSnapshot(s metrics.Snapshot, t0 time.Time) string {
 	last += "]"
 	watch := "<nil>"
 	if w := s.Watch; w != nil {
-		watch = fmt.Sprintf("%d %s %s", w.Run, w.Kind, w.State)
+		watch = fmt.Sprintf("%d %s %s ends %s failures %d", w.Run, w.Kind, w.State, w.Ends.Sub(t0), w.Failures)
 	}
 	return fmt.Sprintf("pending %s; last %s; watch %s", pending, last, watch)
 }

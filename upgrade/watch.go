@@ -46,6 +46,7 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 		return fmt.Errorf("journal: watch start %q: %w", began, err)
 	}
 	ends := start.Add(plan.Window)
+	r.publishMetrics(ctx) // the metrics show the watch from its start, and after each check
 	if err := r.watchBoot(ctx, round, plan); err != nil {
 		return err
 	}
@@ -79,6 +80,7 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 		}
 		st := watchStatusOf(r.factsCopy())
 		r.watchProgress(st)
+		r.publishMetrics(ctx)
 		switch {
 		case st.Failures >= plan.Failures:
 			return r.endWatchFailed(ctx, key("end"), fmt.Sprintf("%s in a row failed, the last: %s", plural(st.Failures, "check"), problem))

@@ -134,3 +134,33 @@ func TestMetricsRefusesLink(t *testing.T) {
 		t.Errorf("the link is now %q (%v), want it left as it was", target, err)
 	}
 }
+
+// TestMetricsWatch follows a run with a watch: its post-upgrade hook copies the metrics file
+// before the watch (waiting), a verify during the watch copies it again (watching, its window's
+// end), and after the run the watch has passed.
+func TestMetricsWatch(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	file := withMetrics(t, lc)
+	lc.writeConfig(strings.Replace(lc.read("cutover.toml"), "[metrics]\n", "[policy]\nwatch_interval = \"1s\"\n[metrics]\n", 1))
+	lc.setCommand("post_upgrade", "cp "+file+" "+lc.path("before-watch.prom"))
+	// verify runs in preflight too, before any file exists.
+	lc.setCommand("verify", "! test -e "+file+" || cp "+file+" "+lc.path("during-watch.prom"))
+	code, out, errOut := lc.cutover("upgrade", "--to=1.1.0", "--yes", "--watch=2s")
+	if code != exitOK {
+		t.Fatalf("upgrade --watch=2s exit %d\n%s\n%s", code, out, errOut)
+	}
+	hasLines(t, "the metrics file before the watch", lc.read("before-watch.prom"),
+		`cutover_watch_state{app="app",run="1",kind="upgrade",state="waiting"} 1`)
+	during := lc.read("during-watch.prom")
+	hasLines(t, "the metrics file during the watch", during,
+		`cutover_watch_state{app="app",run="1",kind="upgrade",state="watching"} 1`,
+		`cutover_watch_check_failures{app="app",run="1",kind="upgrade"} 0`)
+	if !strings.Contains(during, `cutover_watch_end_timestamp_seconds{app="app",run="1",kind="upgrade"} `) {
+		t.Errorf("the metrics file during the watch lacks the window's end:\n%s", during)
+	}
+	hasLines(t, "the metrics file after the run", lc.read("textfile/cutover.prom"),
+		`cutover_watch_state{app="app",run="1",kind="upgrade",state="passed"} 1`,
+		`cutover_watch_state{app="app",run="1",kind="upgrade",state="watching"} 0`,
+		`cutover_run_pending{app="app"} 0`,
+		`cutover_last_run_result{app="app",kind="upgrade",result="done"} 1`)
+}

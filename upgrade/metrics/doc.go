@@ -27,7 +27,9 @@
 //	cutover_last_run_downtime_seconds{app,kind}            how long some node's daemons were down in it
 //	cutover_last_run_result{app,kind,result}               1 for its result, 0 for the others
 //	cutover_last_success_timestamp_seconds{app,kind}       when the newest done run of each kind ended
-//	cutover_watch_state{app,run,kind,state}                the watch of the newest watched run: 1 for its state
+//	cutover_watch_state{app,run,kind,state}                the watch of the newest watching run: 1 for its state
+//	cutover_watch_check_failures{app,run,kind}             how many of its last checks failed in a row
+//	cutover_watch_end_timestamp_seconds{app,run,kind}      when its window ends
 //
 // docs/metrics.md is the reference operators read; keep both in step.
 package metrics

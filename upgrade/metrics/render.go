@@ -72,19 +72,23 @@ type LastRun struct {
 // outcomes of an ended run.
 var Results = []string{"done", "rolled-back", "failed", "aborted", "archived"}
 
-// Watch is the watch of a run: the journaled stage "watch" that repeats the verify after a
-// run finished, until its window ends.
+// Watch is the watch of a run ([policy] watch): after its finish, the run repeats its verify
+// until a window ends.
 type Watch struct {
 	Run  uint64
 	Kind string
 	// State is one of WatchStates.
 	State string
+	// Ends is when the window ends; zero before the watch began.
+	Ends time.Time
+	// Failures is how many of the last checks failed in a row.
+	Failures int
 }
 
-// WatchStates are the values the label state of cutover_watch_state takes: watching while
-// the watch goes on, passed or failed when it ended so, ended when it was cut short (an
-// abort).
-var WatchStates = []string{"watching", "passed", "failed", "ended"}
+// WatchStates are the values the label state of cutover_watch_state takes: waiting (the run
+// has not reached its watch), watching, passed, failed, and ended-early ('cutover upgrade
+// --abort').
+var WatchStates = []string{"waiting", "watching", "passed", "failed", "ended-early"}
 
 // Render writes s in the Prometheus text exposition format, every family with its HELP and
 // TYPE, series in a stable order.
@@ -203,10 +207,16 @@ func (w *writer) watch(wt *Watch) {
 	if wt == nil {
 		return
 	}
-	w.family("cutover_watch_state", "The watch of the newest run that watched the cluster after it finished: 1 for its state, 0 for the others.")
 	run := strconv.FormatUint(wt.Run, 10)
+	w.family("cutover_watch_state", "The watch of the newest run that watches the cluster after its finish: 1 for its state, 0 for the others.")
 	for _, st := range WatchStates {
 		w.sample("cutover_watch_state", boolValue(wt.State == st), "run", run, "kind", wt.Kind, "state", st)
+	}
+	w.family("cutover_watch_check_failures", "How many of the watch's last checks failed in a row.")
+	w.sample("cutover_watch_check_failures", float64(wt.Failures), "run", run, "kind", wt.Kind)
+	if !wt.Ends.IsZero() {
+		w.family("cutover_watch_end_timestamp_seconds", "When the watch's window ends, in seconds since the epoch.")
+		w.sample("cutover_watch_end_timestamp_seconds", seconds(wt.Ends), "run", run, "kind", wt.Kind)
 	}
 }
 

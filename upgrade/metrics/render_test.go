@@ -47,7 +47,7 @@ var goldenSnapshots = map[string]Snapshot{
 		{Name: "node2", Version: "1.0.0", Reachable: true},
 	}}, Last: []LastRun{{Kind: "upgrade", Run: 9, Result: "rolled-back", Started: t0, Ended: t0.Add(9 * time.Second),
 		LastSuccess: t0.Add(-24 * time.Hour)}},
-		Watch: &Watch{Run: 6, Kind: "upgrade", State: "passed"}},
+		Watch: &Watch{Run: 6, Kind: "upgrade", State: "passed", Ends: t0.Add(-23 * time.Hour)}},
 	// A sync that caught node4 up, after an upgrade.
 	"sync": {App: "demoapp", Look: Look{At: t0.Add(5 * time.Second), Nodes: []Node{
 		{Name: "node1", Version: "1.1.0", Reachable: true},
@@ -112,6 +112,8 @@ func TestRenderValues(t *testing.T) {
 			`cutover_last_success_timestamp_seconds{app="demoapp",kind="upgrade"} 1795197662`,
 			`cutover_watch_state{app="demoapp",run="6",kind="upgrade",state="passed"} 1`,
 			`cutover_watch_state{app="demoapp",run="6",kind="upgrade",state="watching"} 0`,
+			`cutover_watch_check_failures{app="demoapp",run="6",kind="upgrade"} 0`,
+			`cutover_watch_end_timestamp_seconds{app="demoapp",run="6",kind="upgrade"} 1795201262`,
 		}, []string{"cutover_last_run_downtime_seconds{"}},
 	} {
 		got := string(Render(goldenSnapshots[tc.snapshot]))
