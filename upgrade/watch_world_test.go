@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/upgrade/config"
 	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
@@ -218,5 +219,34 @@ func TestWatchStatus(t *testing.T) {
 	p := watchPlan{Window: time.Hour, Interval: time.Second, Failures: 2, Boots: 4}
 	if got, err := parseWatchPlan(p.String()); err != nil || got != p {
 		t.Errorf("parseWatchPlan(%q) = %+v, %v; want %+v", p.String(), got, err, p)
+	}
+}
+
+// TestWatchedStageLists: a run with a watch ends its stage list, all at once or rolling, with
+// the watch; one without has none, and the rollback of a watched run does not watch.
+func TestWatchedStageLists(t *testing.T) {
+	plan := watchPlan{Window: time.Minute, Interval: time.Second, Failures: 3, Boots: 3}
+	for _, tt := range []struct {
+		name    string
+		batches []Batch
+		watch   watchPlan
+		want    string
+	}{
+		{"all at once, watched", nil, plan, "watch"},
+		{"rolling, watched", []Batch{{Nodes: []string{"node2"}, Canary: true}, {Nodes: []string{"node1"}}}, plan, "watch"},
+		{"all at once, not watched", nil, watchPlan{}, "finish"},
+	} {
+		r := &Run{Batches: tt.batches, watch: tt.watch}
+		list := r.stages()
+		if got := list[len(list)-1].Name(); got != tt.want {
+			t.Errorf("%s: the list ends with %s, want %s", tt.name, got, tt.want)
+		}
+	}
+	if p := planWatch(config.PolicyConfig{WatchInterval: config.Duration{Duration: time.Second}, WatchFailures: 2, WatchBoots: 1}, nil); p.Window != 0 {
+		t.Errorf("planWatch without a window = %+v, want no watch", p)
+	}
+	window := 5 * time.Minute
+	if p := planWatch(config.PolicyConfig{Watch: config.Duration{Duration: time.Hour}}, &window); p.Window != window || p.Interval != 30*time.Second || p.Failures != 1 || p.Boots != 1 {
+		t.Errorf("planWatch with --watch=5m = %+v, want the flag's window and sane bounds", p)
 	}
 }

@@ -52,6 +52,14 @@ options:
       - Undo an interrupted run that is before its point of no return (C(cutover upgrade --abort)).
     type: bool
     default: false
+  watch:
+    description:
+      - With C(to), whether the run watches the cluster after its finish as the cluster's
+        C([policy] watch) says (the default). The task then returns only once the watch passed,
+        failed or was rolled back.
+      - C(false) passes C(--watch=0), and the task returns at the finish.
+    type: bool
+    default: true
   precached:
     description:
       - The caller stages C(to) on every node before the run (the collection's playbook does, in
@@ -203,6 +211,10 @@ log:
   description: The run's log on the master.
   returned: always
   type: str
+watched:
+  description: Whether the run watched the cluster after its finish (C([policy] watch)); if so, the task returned after the watch.
+  returned: always
+  type: bool
 rollback_run:
   description: The run that took the cluster back to the version it ran before after this one failed past its point of no return (C(rc) 6); 0 when none did.
   returned: always
@@ -270,6 +282,7 @@ def result_from_done(done, events):
     result = dict(
         run=done.get("run") or 0,
         rollback_run=done.get("rollback_run") or 0,
+        watched=bool(done.get("watched")),
         duration_ns=done.get("duration_ns") or 0,
         direction=done.get("direction") or "",
         rolling=bool(done.get("rolling")),
@@ -292,7 +305,7 @@ def result_from_done(done, events):
 
 def empty_result(version_from="", version_to="", direction=""):
     """Return the result of a module that made no run."""
-    result = dict(run=0, rollback_run=0, duration_ns=0, direction=direction, rolling=False, downtime_ns=0,
+    result = dict(run=0, rollback_run=0, watched=False, duration_ns=0, direction=direction, rolling=False, downtime_ns=0,
                   downtime=0.0, outage_ns=0, outage=0.0, backup="", log="", failures=[])
     result["from"] = version_from
     result["to"] = version_to
@@ -388,6 +401,8 @@ def upgrade_to(module, cutover):
             msg += " once the pre-cache has staged %s (not installed now: %s)" % (to, "; ".join(would_stage))
         module.exit_json(changed=True, msg=short(msg), **result)
     args = ["--to=" + to, "--yes"] + ["--force=" + f for f in module.params["force"]]
+    if not module.params["watch"]:
+        args.append("--watch=0")
     run_upgrade(module, cutover, args, plan=plan, to=to)
 
 
@@ -413,6 +428,7 @@ def main():
         abort=dict(type="bool", default=False),
         force=dict(type="list", elements="str", default=[]),
         precached=dict(type="bool", default=False),
+        watch=dict(type="bool", default=True),
     )
     argument_spec.update(COMMON_ARGS)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
