@@ -240,6 +240,12 @@ func serve(e *env, args []string) error {
 		}
 	}()
 
+	if d := dieAfter(e); d > 0 {
+		// A release built to crash: it serves, then dies.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	var wg sync.WaitGroup
 	if master == e.node {
 		if err := requeueInterrupted(e, logger); err != nil {
@@ -254,13 +260,36 @@ func serve(e *env, args []string) error {
 	}
 
 	<-ctx.Done()
+	died := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	logger.Printf("stopping")
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	wg.Wait()
+	if died {
+		logger.Printf("died: this release's %s says it dies that long after its start", dieAfterFile)
+		return fmt.Errorf("serve: died as %s says", dieAfterFile)
+	}
 	logger.Printf("stopped")
 	return nil
+}
+
+// dieAfterFile, in a release's share tree, makes it a release built to crash: its daemon
+// serves for the duration the file holds ("15s"), then dies (the tests of cutover's watch).
+const dieAfterFile = "die-after"
+
+// dieAfter is how long the daemon of this release serves before it dies: the duration in its
+// share tree's die-after file; 0, for ever, without one.
+func dieAfter(e *env) time.Duration {
+	data, err := os.ReadFile(e.path(filepath.Join("/usr/share/demoapp", e.version, dieAfterFile)))
+	if err != nil {
+		return 0
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(string(data)))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // dialAddr is where this node's daemon answers.

@@ -50,6 +50,10 @@
 // "queue-drain", "verify") appends a line to /run/demoapp/reached/N, waits while
 // /run/demoapp/hold/N exists, and fails if /run/demoapp/fail/N exists.
 //
+// A release built to crash has a die-after file in its share tree
+// (/usr/share/demoapp/VERSION/die-after, a duration such as "15s"): its daemon serves that
+// long after its start, then dies.
+//
 // # Test hooks
 //
 // Hidden environment variables let tests run the real program in a temporary tree:
