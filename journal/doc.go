@@ -29,7 +29,12 @@
 //	        facts
 //	            <name>      value (a string, set once: the first execution wins)
 //	        events          sequence: the last event seq of this run
-//	            <seq>       JSON: one stage transition with its per-node results
+//	            <seq>       JSON: one stage transition with its per-node results, each
+//	                        with its start, end and timed steps when recorded
+//
+// A field added to a record that an older cutover can ignore, and that reads as its zero
+// value from a journal written before it (the nodes' start, end and steps), needs no new
+// schema: such journals stay readable both ways. Anything else does.
 //
 // The schema version is raised by the ordered list of migrations in
 // schema.go; a writer applies the missing ones in the same transaction as its

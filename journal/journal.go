@@ -369,11 +369,34 @@ func appendEvent(eb *bolt.Bucket, ev Event, now time.Time) (Event, error) {
 	}
 	ev.Seq = seq
 	ev.At = stamp(ev.At, now)
-	ev.Nodes = append([]NodeResult(nil), ev.Nodes...)
+	ev.Nodes = utcNodes(ev.Nodes)
 	if err := putJSON(eb, itob(seq), toEventRecord(ev)); err != nil {
 		return Event{}, err
 	}
 	return ev, nil
+}
+
+// utcNodes copies nodes with their times in UTC, as the journal keeps them; zero times stay
+// zero.
+func utcNodes(nodes []NodeResult) []NodeResult {
+	out := append([]NodeResult(nil), nodes...)
+	for i := range out {
+		n := &out[i]
+		n.Start, n.End = utc(n.Start), utc(n.End)
+		n.Steps = append([]Step(nil), n.Steps...)
+		for j := range n.Steps {
+			n.Steps[j].Start, n.Steps[j].End = utc(n.Steps[j].Start), utc(n.Steps[j].End)
+		}
+	}
+	return out
+}
+
+// utc returns t in UTC, and the zero time as it is.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
 }
 
 // stamp returns t in UTC, or now in UTC if t is zero.

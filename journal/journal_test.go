@@ -28,7 +28,8 @@ func TestRoundTrip(t *testing.T) {
 		{Stage: "verify-installed", Index: 2, State: Failed, At: t0.Add(2 * time.Second), Duration: time.Second,
 			Message: "1 of 2 nodes failed",
 			Nodes: []NodeResult{
-				{Node: "node1", OK: true, Duration: 10 * time.Millisecond},
+				{Node: "node1", OK: true, Duration: 10 * time.Millisecond, Start: t0.Add(1500 * time.Millisecond), End: t0.Add(1510 * time.Millisecond),
+					Steps: []Step{{Name: "stop", Start: t0.Add(1500 * time.Millisecond), End: t0.Add(1505 * time.Millisecond)}}},
 				{Node: "node2", ExitCode: 2, Error: "exit status 2", StderrTail: "no such tree\n", Duration: 20 * time.Millisecond},
 			}},
 	}
@@ -207,6 +208,14 @@ func TestBadInputChangesNothing(t *testing.T) {
 		},
 		"nameless node": func() error {
 			_, err := s.Record(ctx, id, Event{Stage: "drain", State: Done, Nodes: []NodeResult{{OK: true}}})
+			return err
+		},
+		"node ending before it starts": func() error {
+			_, err := s.Record(ctx, id, Event{Stage: "drain", State: Done, Nodes: []NodeResult{{Node: "n", Start: t0, End: t0.Add(-time.Second)}}})
+			return err
+		},
+		"nameless step": func() error {
+			_, err := s.Record(ctx, id, Event{Stage: "drain", State: Done, Nodes: []NodeResult{{Node: "n", Steps: []Step{{Start: t0, End: t0}}}}})
 			return err
 		},
 		"empty fact name":      func() error { _, err := s.SetFacts(ctx, id, map[string]string{"": "x"}); return err },

@@ -91,6 +91,19 @@ type NodeResult struct {
 	Error      string
 	StderrTail string
 	Duration   time.Duration
+	// Start and End are when the stage's work on the node began and ended (the first began
+	// and the last ended when the stage worked on the node more than once); zero in a journal
+	// written before cutover recorded them.
+	Start, End time.Time
+	// Steps are the named parts of the node's work that the stage times on their own, such
+	// as the stop, switch, start and verify of a node in a rolling run's batch.
+	Steps []Step
+}
+
+// Step is one named part of a node's work in a stage, with when it began and ended.
+type Step struct {
+	Name       string
+	Start, End time.Time
 }
 
 // Event is one stage transition.
@@ -188,6 +201,18 @@ type nodeRecord struct {
 	Error      string `json:"error,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
 	DurationNS int64  `json:"duration_ns,omitempty"`
+	// Start, End and Steps were added without a schema change: a journal without them
+	// reads as before (zero times, no steps), and an older cutover ignores them.
+	Start time.Time    `json:"start,omitzero"`
+	End   time.Time    `json:"end,omitzero"`
+	Steps []stepRecord `json:"steps,omitempty"`
+}
+
+// stepRecord is the stored form of a Step.
+type stepRecord struct {
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 func toRunRecord(r Run) runRecord {
@@ -216,10 +241,14 @@ func toEventRecord(ev Event) eventRecord {
 		DurationNS: int64(ev.Duration), Message: ev.Message,
 	}
 	for _, n := range ev.Nodes {
-		rec.Nodes = append(rec.Nodes, nodeRecord{
+		nr := nodeRecord{
 			Node: n.Node, OK: n.OK, ExitCode: n.ExitCode, Error: n.Error,
-			StderrTail: n.StderrTail, DurationNS: int64(n.Duration),
-		})
+			StderrTail: n.StderrTail, DurationNS: int64(n.Duration), Start: n.Start, End: n.End,
+		}
+		for _, st := range n.Steps {
+			nr.Steps = append(nr.Steps, stepRecord{Name: st.Name, Start: st.Start, End: st.End})
+		}
+		rec.Nodes = append(rec.Nodes, nr)
 	}
 	return rec
 }
@@ -230,10 +259,14 @@ func (rec eventRecord) event(seq uint64) Event {
 		Duration: time.Duration(rec.DurationNS), Message: rec.Message,
 	}
 	for _, n := range rec.Nodes {
-		ev.Nodes = append(ev.Nodes, NodeResult{
+		nr := NodeResult{
 			Node: n.Node, OK: n.OK, ExitCode: n.ExitCode, Error: n.Error,
-			StderrTail: n.StderrTail, Duration: time.Duration(n.DurationNS),
-		})
+			StderrTail: n.StderrTail, Duration: time.Duration(n.DurationNS), Start: n.Start, End: n.End,
+		}
+		for _, st := range n.Steps {
+			nr.Steps = append(nr.Steps, Step{Name: st.Name, Start: st.Start, End: st.End})
+		}
+		ev.Nodes = append(ev.Nodes, nr)
 	}
 	return ev
 }
@@ -253,6 +286,14 @@ func validEvent(ev Event) error {
 	for _, n := range ev.Nodes {
 		if n.Node == "" {
 			return fmt.Errorf("stage %s: node result without a node name", ev.Stage)
+		}
+		if !n.Start.IsZero() && n.End.Before(n.Start) {
+			return fmt.Errorf("stage %s: node %s ends before it starts", ev.Stage, n.Node)
+		}
+		for _, st := range n.Steps {
+			if st.Name == "" || st.End.Before(st.Start) {
+				return fmt.Errorf("stage %s: node %s: step %q without a name or ending before it starts", ev.Stage, n.Node, st.Name)
+			}
 		}
 	}
 	return nil

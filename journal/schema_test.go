@@ -215,6 +215,33 @@ func TestStoredFormat(t *testing.T) {
 	golden(t, "journal-schema1.golden", []byte(dump(t, s.Path())))
 }
 
+// TestStoredNodeTimes pins how the journal stores a node's times and steps, which schema 1
+// took in without a migration (added fields that an older cutover ignores), and that a
+// journal without them reads as zero times.
+func TestStoredNodeTimes(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	id := mustCreate(t, s, sampleRun()).ID
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	mustRecord(t, s, id, Event{Stage: "batch-1", Index: 6, State: Done, At: at(900), Duration: 800 * time.Millisecond,
+		Nodes: []NodeResult{{Node: "node2", OK: true, Duration: 700 * time.Millisecond, Start: at(150), End: at(850),
+			Steps: []Step{{Name: "stop", Start: at(160), End: at(300)}, {Name: "start", Start: at(400), End: at(800)}}}}})
+	golden(t, "journal-node-times.golden", []byte(dump(t, s.Path())))
+	got, err := s.Run(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := got.Events[0].Nodes[0]
+	if !n.Start.Equal(at(150)) || !n.End.Equal(at(850)) || len(n.Steps) != 2 || n.Steps[1].Name != "start" || !n.Steps[1].End.Equal(at(800)) {
+		t.Errorf("node result read back = %+v, want its times and two steps", n)
+	}
+	old := fixtureRun(t, s)
+	if n := old.Events[2].Nodes[0]; !n.Start.IsZero() || !n.End.IsZero() || n.Steps != nil {
+		t.Errorf("a node result stored without times reads as %+v, want zero times and no steps", n)
+	}
+}
+
 // TestSchema1Fixture reads a journal written by schema 1 (testdata): every
 // later cutover must still read it. -update creates the file only when it is
 // missing and the code is at schema 1.
