@@ -4,8 +4,9 @@
 # baseline), openssl (the hasher staging prefers on a node), debootstrap (the test cluster's
 # node image), iproute2 (cutting nodes off), dpkg-dev, lintian and systemd (building the
 # Debian package, checking it, verifying its unit), e2fsprogs and mount (the crash-point
-# test's power cuts), and promtool (Debian's prometheus package: the metrics tests lint
-# cutover's metrics and the guide's alert rules with it).
+# test's power cuts), promtool (Debian's prometheus package: the metrics tests lint
+# cutover's metrics and the guide's alert rules with it), Ansible (the fleet tests) and
+# chromium (the timeline page test's headless browser).
 # It also creates the unprivileged login used by the SSH tests and benchmarks, whose shell
 # reads no start-up files, so timings measure cutover and sshd, not a shell profile.
 set -euo pipefail
@@ -29,6 +30,8 @@ command -v losetup >/dev/null 2>&1 || [ -x /sbin/losetup ] || need+=(mount)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # The fleet tests and demo (test/fleet, make demo-fleet) run Debian's Ansible.
 command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible-core)
+# The timeline page test opens `cutover journal --timeline --html` in a real headless browser.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 # The layout tests unpack Debian's ganeti packages: they need the package lists.
 fresh_lists=no

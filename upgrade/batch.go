@@ -248,10 +248,18 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	if err := onMaster("node_drain", cmds.NodeDrain); err != nil {
 		return err
 	}
-	if err := r.daemonsOn(ctx, c, node, false); err != nil {
+	// The stop, the switch, the start and the verify are timed as the node's steps: the
+	// timeline of a rolling run draws them (journalview_timeline.go).
+	began := r.now()
+	err := r.daemonsOn(ctx, c, node, false)
+	r.timeStep(node, "stop", began)
+	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
-	if err := r.switchNode(ctx, c, node, version); err != nil {
+	began = r.now()
+	err = r.switchNode(ctx, c, node, version)
+	r.timeStep(node, "switch", began)
+	if err != nil {
 		return fmt.Errorf("%s: switch to %s: %w", node, version, err)
 	}
 	if version == r.To {
@@ -266,7 +274,10 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 			return fmt.Errorf("ensure-dirs: %w", err)
 		}
 	}
-	if err := r.daemonsOn(ctx, c, node, true); err != nil {
+	began = r.now()
+	err = r.daemonsOn(ctx, c, node, true)
+	r.timeStep(node, "start", began)
+	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	if err := onMaster("node_undrain", cmds.NodeUndrain); err != nil {
@@ -276,6 +287,8 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 		return nil
 	}
 	deadline := time.Now().Add(min(nodeVerifyWait, r.Config.Strategy.BatchTimeout.Duration/2))
+	began = r.now()
+	defer func() { r.timeStep(node, "verify", began) }()
 	for {
 		err := onMaster("node_verify", cmds.NodeVerify)
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {

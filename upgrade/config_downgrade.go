@@ -1,6 +1,10 @@
 package upgrade
 
-import "context"
+import (
+	"context"
+
+	"github.com/cutover/cutover/upgrade/timeline"
+)
 
 // configDowngrade migrates the application's config down with the NEWER (live) version's
 // migrations, before the links are switched: the older version cannot know how. It is the
@@ -12,6 +16,9 @@ import "context"
 type configDowngrade struct{ rolling bool }
 
 func (configDowngrade) Name() string { return "config-downgrade" }
+
+// Drawn makes the stage a bar of the timeline.
+func (configDowngrade) Drawn() timeline.Kind { return timeline.Config }
 
 func (configDowngrade) Where() Where { return OnMaster }
 

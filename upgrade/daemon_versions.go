@@ -239,7 +239,7 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 			if r.up == nil {
 				r.up = map[string]time.Time{}
 			}
-			r.up[node] = time.Now()
+			r.up[node] = r.now()
 		} else if res.Start > 0 && res.Boot != "" && nodes.ValidBoot(res.Boot) {
 			if r.stopped == nil {
 				r.stopped = map[string]startRef{}

@@ -104,7 +104,7 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 // stoppingAt records that this execution stops node's daemons now: the node's first stop is
 // journaled (down.<node>), this execution's last one kept in memory.
 func (r *Run) stoppingAt(node string) {
-	now := time.Now()
+	now := r.now()
 	r.Remember(factDownPrefix+node, now.UTC().Format(time.RFC3339Nano))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -117,7 +117,7 @@ func (r *Run) stoppingAt(node string) {
 // startedAt records that node's daemons were started: the node's first start is journaled
 // (up.<node>), so that a later execution knows since when they served.
 func (r *Run) startedAt(node string) {
-	r.Remember(factUpPrefix+node, time.Now().UTC().Format(time.RFC3339Nano))
+	r.Remember(factUpPrefix+node, r.now().UTC().Format(time.RFC3339Nano))
 }
 
 // Downtime is the downtime of a run: the cluster's, the time some node's daemons were down

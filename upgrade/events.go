@@ -37,7 +37,12 @@ type Event struct {
 func nodeReports(in []journal.NodeResult) []NodeReport {
 	var out []NodeReport
 	for _, n := range in {
-		out = append(out, NodeReport{Node: n.Node, OK: n.OK, ExitCode: n.ExitCode, Error: n.Error, StderrTail: n.StderrTail, Duration: n.Duration})
+		nr := NodeReport{Node: n.Node, OK: n.OK, ExitCode: n.ExitCode, Error: n.Error, StderrTail: n.StderrTail, Duration: n.Duration,
+			Start: n.Start, End: n.End}
+		for _, st := range n.Steps {
+			nr.Steps = append(nr.Steps, StepReport{Name: st.Name, Start: st.Start, End: st.End})
+		}
+		out = append(out, nr)
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/cutover/cutover/upgrade/timeline"
 )
 
 // finish verifies the cluster at the end of a run. When it and every stage before it
@@ -12,6 +14,9 @@ import (
 type finish struct{}
 
 func (finish) Name() string { return "finish" }
+
+// Drawn makes the stage a bar of the timeline.
+func (finish) Drawn() timeline.Kind { return timeline.Verify }
 
 func (finish) Where() Where { return OnMaster }
 

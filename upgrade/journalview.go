@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,12 +11,15 @@ import (
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/timeline"
 )
 
 // JournalOptions say what `cutover journal` shows.
 type JournalOptions struct {
 	// Run is a run id as the operator typed it; "" lists every run.
 	Run string
+	// Timeline derives the run's timeline too (JournalReport.Timeline); it needs Run.
+	Timeline bool
 }
 
 // JournalReport is what `cutover journal` shows: every run, oldest first, or the one run
@@ -27,6 +31,8 @@ type JournalReport struct {
 	Runs []RunReport `json:"runs"`
 	// Detail is true when Runs holds the one run asked for, with its facts and events.
 	Detail bool `json:"-"`
+	// Timeline is the run's timeline when JournalOptions.Timeline asked for it.
+	Timeline *timeline.Timeline `json:"-"`
 }
 
 // RunReport is one run as the journal holds it.
@@ -82,6 +88,20 @@ type NodeReport struct {
 	Error      string        `json:"error,omitempty"`
 	StderrTail string        `json:"stderr_tail,omitempty"`
 	Duration   time.Duration `json:"duration_ns"`
+	// Start and End are when the stage's work on the node began and ended; absent from a
+	// journal written before cutover recorded them.
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Steps are the parts of the node's work timed on their own: the stop, switch, start and
+	// verify of a node in a rolling run's batch.
+	Steps []StepReport `json:"steps,omitempty"`
+}
+
+// StepReport is one timed part of a node's work in a stage.
+type StepReport struct {
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // Outcomes a RunReport shows for a run that has not ended.
@@ -98,6 +118,9 @@ func ReadJournal(ctx context.Context, cfg *config.Config, opts JournalOptions) (
 	rep := &JournalReport{Path: JournalPath(cfg), Runs: []RunReport{}}
 	store := journal.NewStore(rep.Path)
 	pending, running := runState(cfg)
+	if opts.Run == "" && opts.Timeline {
+		return nil, badInput(errors.New("a timeline is of one run: name it ('cutover journal --timeline RUN')"))
+	}
 	if opts.Run == "" {
 		runs, err := store.Runs(ctx)
 		if err != nil {
@@ -121,6 +144,9 @@ func ReadJournal(ctx context.Context, cfg *config.Config, opts JournalOptions) (
 	}
 	rep.Runs = append(rep.Runs, runReport(r, pending, running, true))
 	rep.Detail = true
+	if opts.Timeline {
+		rep.Timeline = TimelineOf(r, cfg.Cluster.Master, r.ID == pending)
+	}
 	return rep, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/timeline"
 )
 
 // restart stops and starts the daemons on every online node, so that they read the config
@@ -16,6 +17,9 @@ import (
 type restart struct{}
 
 func (restart) Name() string { return "restart" }
+
+// Drawn makes the stage a bar of the timeline.
+func (restart) Drawn() timeline.Kind { return timeline.Restart }
 
 func (restart) Where() Where { return OnAll }
 

@@ -88,6 +88,9 @@ type Run struct {
 	journal Journal
 	report  Reporter
 	log     *runLog
+	// clock tells the time the run journals (stage and node times, the downtime's facts);
+	// nil is time.Now. Tests set it to draw the same timeline at every run.
+	clock func() time.Time
 
 	mu         sync.Mutex
 	facts      map[string]string
@@ -127,6 +130,14 @@ type Run struct {
 	seen map[string]metrics.Node
 	// metricsWarned is set once a failed metrics write was warned about.
 	metricsWarned bool
+}
+
+// now is the time by the run's clock.
+func (r *Run) now() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
 }
 
 // markStarted notes that stage started in this execution.
@@ -238,6 +249,7 @@ type stageState struct {
 	index   int
 	total   int
 	nodes   []journal.NodeResult
+	steps   map[string][]journal.Step // the timed steps of each node's work not yet in nodes
 	note    string
 	warned  []string // the warnings given during the stage, journaled with its end
 	lastRpt time.Time
@@ -397,9 +409,25 @@ func (r *Run) Warn(format string, args ...any) {
 
 var waitReportEvery = 5 * time.Second
 
-// result records one node's outcome in the current stage.
-func (r *Run) result(node string, d time.Duration, res *nodes.Result, err error) {
-	nr := journal.NodeResult{Node: node, OK: err == nil, Duration: d}
+// timeStep records that step of node's work in the current stage ran from start to now; the
+// node's result carries it into the journal with the stage's end.
+func (r *Run) timeStep(node, step string, start time.Time) {
+	end := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stage == nil {
+		return
+	}
+	if r.stage.steps == nil {
+		r.stage.steps = map[string][]journal.Step{}
+	}
+	r.stage.steps[node] = append(r.stage.steps[node], journal.Step{Name: step, Start: start, End: end})
+}
+
+// result records one node's outcome in the current stage: how it ended, when its work began
+// and ended, and the steps timed meanwhile.
+func (r *Run) result(node string, start, end time.Time, res *nodes.Result, err error) {
+	nr := journal.NodeResult{Node: node, OK: err == nil, Duration: end.Sub(start), Start: start, End: end}
 	if res != nil {
 		nr.ExitCode = res.ExitCode
 		nr.StderrTail = tail(string(res.Stderr), 512)
@@ -412,14 +440,26 @@ func (r *Run) result(node string, d time.Duration, res *nodes.Result, err error)
 	if r.stage == nil {
 		return
 	}
-	// A stage that works on a node twice (restart: stop, then start) reports it once.
+	nr.Steps = r.stage.steps[node]
+	delete(r.stage.steps, node)
+	// A stage that works on a node twice (a start, then the check of the daemons) reports it
+	// once: from the first start to the last end.
 	for i, prev := range r.stage.nodes {
 		if prev.Node == node {
+			merged := nr
 			if !prev.OK {
-				nr = prev
+				merged = prev
 			}
-			nr.Duration += prev.Duration
-			r.stage.nodes[i] = nr
+			merged.Duration = prev.Duration + nr.Duration
+			merged.Start, merged.End = prev.Start, nr.End
+			if nr.Start.Before(prev.Start) {
+				merged.Start = nr.Start
+			}
+			if prev.End.After(nr.End) {
+				merged.End = prev.End
+			}
+			merged.Steps = append(slices.Clip(prev.Steps), nr.Steps...)
+			r.stage.nodes[i] = merged
 			return
 		}
 	}
@@ -451,7 +491,7 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 	})
 	defer stop()
 	_, err := nodes.Each(ctx, list, r.Config.SSH.Parallel, last, func(ctx context.Context, n nodes.Node) error {
-		start := time.Now()
+		start := r.now()
 		c, err := r.Conn(ctx, n.Name)
 		if err == nil {
 			err = fn(ctx, c, n)
@@ -460,7 +500,7 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 		if lr, ok := c.(*loggedConn); ok {
 			res = lr.last()
 		}
-		r.result(n.Name, time.Since(start), res, err)
+		r.result(n.Name, start, r.now(), res, err)
 		mu.Lock()
 		delete(pending, n.Name)
 		mu.Unlock()

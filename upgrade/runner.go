@@ -261,9 +261,9 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			}
 		}
 		r.markStarted(st.Name())
-		start := time.Now()
+		start := r.now()
 		err := rn.runStage(runCtx, r, st, past)
-		d := time.Since(start)
+		d := r.now().Sub(start)
 		if isWatchLeft(err) {
 			// The watch is left pending: its stage stays started, the run unfinished.
 			r.log.Printf("run %d: %v", r.ID, err)
@@ -481,12 +481,12 @@ func (rn *Runner) undo(ctx context.Context, r *Run, cause error, outcome journal
 		st := rel.(Stage)
 		idx := rn.index(st)
 		rn.beginStage(r, idx, st)
-		start := time.Now()
+		start := r.now()
 		if err := rel.Undo(ctx, r); err != nil {
-			rn.record(ctx, r, idx, st, journal.UndoFailed, time.Since(start), err.Error())
+			rn.record(ctx, r, idx, st, journal.UndoFailed, r.now().Sub(start), err.Error())
 			return pastPONR(fmt.Errorf("run %d is %s, but its intent could not be removed: %w; run 'cutover upgrade --resume' to remove it", r.ID, outcome, err))
 		}
-		rn.record(ctx, r, idx, st, journal.Undone, time.Since(start), "")
+		rn.record(ctx, r, idx, st, journal.Undone, r.now().Sub(start), "")
 	}
 	return cause
 }
@@ -502,16 +502,16 @@ func (rn *Runner) undoStarted(ctx context.Context, r *Run) error {
 			continue
 		}
 		rn.beginStage(r, i, st)
-		start := time.Now()
+		start := r.now()
 		if err := u.Undo(ctx, r); err != nil {
 			r.mu.Lock()
 			r.undoFailed = true
 			r.mu.Unlock()
 			errs = append(errs, fmt.Errorf("undo %s: %w", st.Name(), err))
-			rn.record(ctx, r, i, st, journal.UndoFailed, time.Since(start), err.Error())
+			rn.record(ctx, r, i, st, journal.UndoFailed, r.now().Sub(start), err.Error())
 			continue
 		}
-		rn.record(ctx, r, i, st, journal.Undone, time.Since(start), "")
+		rn.record(ctx, r, i, st, journal.Undone, r.now().Sub(start), "")
 	}
 	return errors.Join(errs...)
 }
@@ -567,7 +567,7 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 		}
 		jmsg += "warning: " + w
 	}
-	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, Duration: d, Nodes: nodeResults, Message: jmsg}
+	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, At: r.now(), Duration: d, Nodes: nodeResults, Message: jmsg}
 	r.log.Printf("[%d/%d] %s %s %s %s", i+1, len(rn.Stages), st.Name(), state, d.Round(time.Millisecond), msg)
 	var jerr error
 	if state != journal.Started {
@@ -581,7 +581,6 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 			r.Warn("%v", jerr)
 		}
 	} else {
-		ev.At = time.Now()
 		rn.mu.Lock()
 		rn.early = append(rn.early, ev)
 		rn.mu.Unlock()
@@ -619,7 +618,7 @@ func (rn *Runner) finish(ctx context.Context, r *Run, outcome journal.Outcome) {
 		}
 	}
 	if r.journal != nil && r.ID != 0 {
-		if err := r.journal.Finish(context.WithoutCancel(ctx), r.ID, outcome, time.Now()); err != nil {
+		if err := r.journal.Finish(context.WithoutCancel(ctx), r.ID, outcome, r.now()); err != nil {
 			r.Warn("journal: finish run %d: %v", r.ID, err)
 		}
 	}

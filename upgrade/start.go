@@ -1,12 +1,19 @@
 package upgrade
 
-import "context"
+import (
+	"context"
+
+	"github.com/cutover/cutover/upgrade/timeline"
+)
 
 // start starts the daemons of the now-live version on every online node and waits until the
 // master's answer.
 type start struct{}
 
 func (start) Name() string { return "start" }
+
+// Drawn makes the stage a bar of the timeline.
+func (start) Drawn() timeline.Kind { return timeline.Start }
 
 func (start) Where() Where { return OnAll }
 

@@ -1,6 +1,10 @@
 package upgrade
 
-import "context"
+import (
+	"context"
+
+	"github.com/cutover/cutover/upgrade/timeline"
+)
 
 // stopAll stops the daemons on every online node. A run resumed past the point of no return
 // runs it first: a reboot may have started daemons of either version, on a config they may
@@ -8,6 +12,9 @@ import "context"
 type stopAll struct{}
 
 func (stopAll) Name() string { return "stop-all" }
+
+// Drawn makes the stage a bar of the timeline.
+func (stopAll) Drawn() timeline.Kind { return timeline.Stop }
 
 func (stopAll) Where() Where { return OnAll }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/timeline"
 )
 
 // stopMaster stops the application's daemons on the master first, so that no new work is
@@ -11,6 +12,9 @@ import (
 type stopMaster struct{}
 
 func (stopMaster) Name() string { return "stop-master" }
+
+// Drawn makes the stage a bar of the timeline.
+func (stopMaster) Drawn() timeline.Kind { return timeline.Stop }
 
 func (stopMaster) Where() Where { return OnMaster }
 

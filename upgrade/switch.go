@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/timeline"
 )
 
 // switchLinks points /etc/<app>/{lib,share} at the target's trees on every online node, the
@@ -13,6 +14,9 @@ import (
 type switchLinks struct{}
 
 func (switchLinks) Name() string { return "switch" }
+
+// Drawn makes the stage a bar of the timeline.
+func (switchLinks) Drawn() timeline.Kind { return timeline.Switch }
 
 func (switchLinks) Where() Where { return OnAll }
 

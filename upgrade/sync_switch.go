@@ -1,6 +1,10 @@
 package upgrade
 
-import "context"
+import (
+	"context"
+
+	"github.com/cutover/cutover/upgrade/timeline"
+)
 
 // syncSwitch points the links of every node a sync works on at the live version, each link
 // replaced atomically and read back; links missing on a fresh installation are created, links
@@ -9,6 +13,9 @@ import "context"
 type syncSwitch struct{}
 
 func (syncSwitch) Name() string { return "switch" }
+
+// Drawn makes the stage a bar of the timeline.
+func (syncSwitch) Drawn() timeline.Kind { return timeline.Switch }
 
 func (syncSwitch) Where() Where { return OnAll }
 

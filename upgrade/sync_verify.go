@@ -3,6 +3,8 @@ package upgrade
 import (
 	"context"
 	"fmt"
+
+	"github.com/cutover/cutover/upgrade/timeline"
 )
 
 // syncVerify runs the configured verify on the master once the synced nodes are up: the
@@ -10,6 +12,9 @@ import (
 type syncVerify struct{}
 
 func (syncVerify) Name() string { return "verify" }
+
+// Drawn makes the stage a bar of the timeline.
+func (syncVerify) Drawn() timeline.Kind { return timeline.Verify }
 
 func (syncVerify) Where() Where { return OnMaster }
 

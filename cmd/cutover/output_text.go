@@ -593,6 +593,9 @@ func backupSize(n int64) string {
 
 // journal shows one run in detail, or one line per run.
 func (o *textOutput) journal(rep *upgrade.JournalReport) error {
+	if rep.Timeline != nil {
+		return printTimeline(o.w, rep.Runs[0], rep.Timeline)
+	}
 	if rep.Detail {
 		printJournalRun(o.w, rep.Runs[0])
 		return nil

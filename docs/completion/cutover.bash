@@ -8,7 +8,7 @@ _cutover() {
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		case $w in
-		--config | --output | --to | --force | --watch | --skip-node | --version | --keep) [ "${COMP_WORDS[i+1]}" = = ] && ((i++)); ((i++)); continue ;;
+		--config | --output | --to | --force | --watch | --skip-node | --html | --version | --keep) [ "${COMP_WORDS[i+1]}" = = ] && ((i++)); ((i++)); continue ;;
 		-*) continue ;;
 		esac
 		if [ -z "$cmd" ]; then cmd=$w; elif [ -z "$sub" ]; then sub=$w; fi
@@ -18,7 +18,7 @@ _cutover() {
 	upgrade/*) words="--to --dry-run --yes -y --force --resume --abort --downgrade --watch --skip-node --help" ;;
 	plan/*) words="--to --force --help" ;;
 	status/*) words="--no-verify --help" ;;
-	journal/*) words="--help" ;;
+	journal/*) words="--timeline --html --help" ;;
 	backup/list) words="--verify --help" ;;
 	backup/restore) words="--help" ;;
 	backup/*) words="--help list restore" ;;

@@ -65,6 +65,7 @@ type World struct {
 
 	prepared []string          // the nodes whose connection was prepared (Prepare), in order
 	boots    map[string]string // node -> the boot identity its commands' results carry (SetBoot)
+	clock    *Clock            // the fake clock the nodes' work moves on (UseClock), or nil
 }
 
 // New builds a World for t; its directory goes with the test.
@@ -331,10 +332,26 @@ func (n *Node) Stat(name string) (fs.FileInfo, error) { return os.Stat(n.at(name
 func (n *Node) Readlink(name string) (string, error) { return os.Readlink(n.at(name)) }
 
 // Symlink creates newname pointing at oldname.
-func (n *Node) Symlink(oldname, newname string) error { return os.Symlink(oldname, n.at(newname)) }
+func (n *Node) Symlink(oldname, newname string) error {
+	n.w.changed()
+	return os.Symlink(oldname, n.at(newname))
+}
 
 // Rename renames oldname to newname, replacing it.
-func (n *Node) Rename(oldname, newname string) error { return os.Rename(n.at(oldname), n.at(newname)) }
+func (n *Node) Rename(oldname, newname string) error {
+	n.w.changed()
+	return os.Rename(n.at(oldname), n.at(newname))
+}
+
+// changed moves the World's fake clock, if it has one, on by a file change.
+func (w *World) changed() {
+	w.mu.Lock()
+	c := w.clock
+	w.mu.Unlock()
+	if c != nil {
+		c.changed()
+	}
+}
 
 // Remove removes name.
 func (n *Node) Remove(name string) error { return os.Remove(n.at(name)) }
@@ -374,6 +391,7 @@ func (n *Node) ReadDir(name string) ([]fs.FileInfo, error) {
 
 // WriteFileAtomic writes name through a temporary file renamed into place.
 func (n *Node) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	n.w.changed()
 	if err := os.MkdirAll(filepath.Dir(n.at(name)), 0o755); err != nil {
 		return err
 	}
@@ -449,6 +467,9 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 	}
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
+	if n.w.clock != nil {
+		n.w.clock.ran(script)
+	}
 	n.w.calls[n.name] = append(n.w.calls[n.name], script)
 	n.w.seq = append(n.w.seq, n.name+": "+script)
 	failOnce := n.w.once[n.name+" "+script] > 0
