@@ -251,8 +251,9 @@ func (b *timelineBuilder) downtime() {
 
 // nodeDown returns when node's daemons were down: from its first stop to its first start as
 // the downtime's facts keep them, during each restart, and from each stop after the first
-// start (a later execution's) to the end of the start after it; still is true when they were
-// not started again by the timeline's end.
+// start (a later execution's), or each stop at all without the facts (a journal older than
+// them), to the end of the start after it; still is true when they were not started again by
+// the timeline's end.
 func (b *timelineBuilder) nodeDown(node string, bars []timeline.Bar) (spans []timeline.Span, still bool) {
 	fact := func(prefix string) (time.Time, bool) {
 		t, err := time.Parse(time.RFC3339Nano, b.run.Facts[prefix+node])
@@ -272,7 +273,7 @@ func (b *timelineBuilder) nodeDown(node string, bars []timeline.Bar) (spans []ti
 		switch {
 		case bar.Kind == timeline.Restart && !bar.Undo:
 			spans = append(spans, bar.Span)
-		case b.stops(bar) && upOK && bar.From.After(up):
+		case b.stops(bar) && (!downOK || upOK && bar.From.After(up)):
 			end := timeline.Span{From: bar.From, To: b.tl.To}
 			j := slices.IndexFunc(bars[i+1:], b.starts)
 			if j < 0 {
@@ -293,10 +294,11 @@ func (b *timelineBuilder) stops(bar timeline.Bar) bool {
 	return bar.Kind == timeline.Stop && (!bar.Undo || batch)
 }
 
-// starts reports whether bar started its node's daemons: a start, or the undo of a stop stage.
+// starts reports whether bar started its node's daemons: a start, or the undo of a stop
+// stage, that ended.
 func (b *timelineBuilder) starts(bar timeline.Bar) bool {
 	_, batch := b.batchOf[bar.Stage]
-	return bar.Kind == timeline.Start || (bar.Kind == timeline.Stop && bar.Undo && !batch)
+	return !bar.Open && (bar.Kind == timeline.Start || (bar.Kind == timeline.Stop && bar.Undo && !batch))
 }
 
 // order puts the rows in the timeline: the master first, then the others by name (a

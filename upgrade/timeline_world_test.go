@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,5 +191,67 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (-update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestTimelineOfInterrupted derives the timeline of a journal that a crash cut short and a
+// resume went on from: the stop that the first execution died in is drawn open to the record
+// before the resume's, the start that never ended runs to the last record, the restart and the
+// resume's stop count as downtime after the first start, a stop without the downtime's facts
+// counts from the stop on, and the notes say so.
+func TestTimelineOfInterrupted(t *testing.T) {
+	at := func(s int) time.Time { return timelineStart.Add(time.Duration(s) * time.Second) }
+	rfc := func(s int) string { return at(s).Format(time.RFC3339Nano) }
+	node := func(n string, from, to int) journal.NodeResult {
+		return journal.NodeResult{Node: n, OK: true, Start: at(from), End: at(to)}
+	}
+	r := journal.Run{ID: 4, Kind: "upgrade", Started: at(0), Outcome: journal.Running,
+		Facts: map[string]string{"down.node1": rfc(1), "up.node1": rfc(4)},
+		Events: []journal.Event{
+			{Seq: 1, Stage: "stop-nodes", State: journal.Started, At: at(1)},
+			{Seq: 2, Stage: "drain", State: journal.Done, At: at(2)}, // the last record of the first execution
+			{Seq: 3, Stage: "stop-nodes", State: journal.Started, At: at(3)},
+			{Seq: 4, Stage: "stop-nodes", State: journal.Done, At: at(4), Nodes: []journal.NodeResult{node("node2", 3, 4)}},
+			{Seq: 5, Stage: "restart", State: journal.Started, At: at(5)},
+			{Seq: 6, Stage: "restart", State: journal.Done, At: at(7), Nodes: []journal.NodeResult{node("node1", 5, 7)}},
+			{Seq: 7, Stage: "stop-all", State: journal.Started, At: at(8)},
+			{Seq: 8, Stage: "stop-all", State: journal.Done, At: at(9), Nodes: []journal.NodeResult{node("node1", 8, 9)}},
+			{Seq: 9, Stage: "start", State: journal.Started, At: at(10)},
+		}}
+	tl := TimelineOf(r, "node1", true)
+	if !tl.To.Equal(at(10)) || !tl.Pending {
+		t.Errorf("axis to %s, pending %v; want the last record, %s, and pending", tl.To, tl.Pending, at(10))
+	}
+	bars := map[string][]string{}
+	for _, row := range tl.Rows {
+		for _, b := range row.Bars {
+			bars[row.Node] = append(bars[row.Node], fmt.Sprintf("%s %s %d-%d open=%v", b.Kind, b.Stage,
+				int(b.From.Sub(at(0))/time.Second), int(b.To.Sub(at(0))/time.Second), b.Open))
+		}
+	}
+	want := map[string][]string{
+		"node1": {"stop stop-nodes 1-2 open=true", "restart restart 5-7 open=false", "stop stop-all 8-9 open=false", "start start 10-10 open=true"},
+		"node2": {"stop stop-nodes 3-4 open=false"},
+	}
+	if fmt.Sprint(bars) != fmt.Sprint(want) {
+		t.Errorf("bars = %v, want %v", bars, want)
+	}
+	var node1 timeline.Row
+	for _, row := range tl.Rows {
+		if row.Node == "node1" {
+			node1 = row
+		}
+	}
+	if got := fmt.Sprint(node1.Down); got != fmt.Sprint([]timeline.Span{{From: at(1), To: at(4)}, {From: at(5), To: at(7)}, {From: at(8), To: at(10)}}) || !node1.StillDown {
+		t.Errorf("node1 down %s, still %v; want 1s-4s (first stop to first start), 5s-7s (the restart) and 8s to the end, still down", got, node1.StillDown)
+	}
+	if got := fmt.Sprint(tl.Down); got != fmt.Sprint([]timeline.Span{{From: at(1), To: at(10)}}) {
+		t.Errorf("cluster window %s, want 1s to the end: node2, without the downtime's facts, is down from its stop on", got)
+	}
+	notes := strings.Join(tl.Notes, "\n")
+	for _, w := range []string{"has not ended", "stop-nodes started and has no recorded end", "start started and has no recorded end", "daemons of node1 and node2 were not started again"} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("notes lack %q:\n%s", w, notes)
+		}
 	}
 }

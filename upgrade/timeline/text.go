@@ -270,12 +270,12 @@ func fit(s string, n int) string {
 func width(s string) int { return utf8.RuneCountInString(s) }
 
 // wrap breaks s into lines of at most n columns at spaces, the lines after the first
-// indented; a word longer than a line stays whole.
+// indented; a word longer than a line is cut.
 func wrap(s string, n int, indent string) []string {
 	var out []string
 	for _, para := range strings.Split(s, "\n") {
 		line := ""
-		for _, word := range strings.Fields(para) {
+		for _, word := range cutWords(strings.Fields(para), n-len(indent)) {
 			switch {
 			case line == "":
 				line = word
@@ -290,6 +290,21 @@ func wrap(s string, n int, indent string) []string {
 			}
 		}
 		out = append(out, line)
+	}
+	return out
+}
+
+// cutWords cuts each word longer than n columns into pieces of n.
+func cutWords(words []string, n int) []string {
+	n = max(n, 1)
+	var out []string
+	for _, w := range words {
+		r := []rune(w)
+		for len(r) > n {
+			out = append(out, string(r[:n]))
+			r = r[n:]
+		}
+		out = append(out, string(r))
 	}
 	return out
 }
