@@ -50,7 +50,7 @@ func (s *stagingSource) read() ([]*staging.Tree, error) {
 	}
 	s.known = known
 	if fi.IsDir() {
-		trees, err := s.readDir(s.path)
+		trees, err := s.readDir(s.path, known)
 		if err == nil {
 			s.keep(trees, nil)
 		}
@@ -100,7 +100,7 @@ func (s *stagingSource) unpack() ([]*staging.Tree, error) {
 	if err != nil {
 		return nil, badInput(fmt.Errorf("stage: %w", err))
 	}
-	trees, err := s.readDir(dir)
+	trees, err := s.readDir(dir, archive.Written())
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +109,9 @@ func (s *stagingSource) unpack() ([]*staging.Tree, error) {
 	return trees, nil
 }
 
-// readDir reads the trees beneath dir, judging its files by their stamps.
-func (s *stagingSource) readDir(dir string) ([]*staging.Tree, error) {
-	trees, err := staging.ReadTrees(dir, s.names, s.policy, s.known)
+// readDir reads the trees beneath dir, judging its files by the stamps known.
+func (s *stagingSource) readDir(dir string, known *staging.Stamps) ([]*staging.Tree, error) {
+	trees, err := staging.ReadTrees(dir, s.names, s.policy, known)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, badInput(fmt.Errorf("stage: %s must hold %s and %s: %w", s.path, s.names[0], s.names[1], err))

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -18,7 +20,34 @@ import (
 // read from what Unpack extracted, and SaveStamps keeps it all for the next stage
 // (ArchiveTrees).
 type Archive struct {
-	rec *archiveRec // nil when the archive changed while it was read
+	rec  *archiveRec // nil when the archive changed while it was read
+	made *Stamps     // the files Unpack wrote
+}
+
+// Written returns the stamps and checksums of the files Unpack wrote, for ReadTrees of what
+// it unpacked: the files need not be read again. They are Unpack's own, made moments ago
+// (O_EXCL) in a directory nobody else writes in, their checksums those of the bytes written,
+// so they are trusted however recent (never kept: SaveStamps keeps the archive's). Send still
+// reads every file again and refuses one whose checksum is not the manifest's.
+func (a *Archive) Written() *Stamps {
+	if a == nil {
+		return nil
+	}
+	return a.made
+}
+
+// create creates the file name, an archive name, of size bytes read from r, as createFile
+// does, and records its stamp and checksum in x.made.
+func (x *extractor) create(dirfd int, name string, mode fs.FileMode, mtime int64, r io.Reader, size int64) error {
+	h := sha256.New()
+	var st unix.Stat_t
+	fill := func(w io.Writer) error { return copyExactly(io.MultiWriter(w, h), r, size) }
+	if err := createFile(dirfd, path.Base(name), mode, mtime, fill, &st); err != nil {
+		return err
+	}
+	tree, rel, _ := x.where(name)
+	x.made.files[stampKey{tree, rel}] = stampRec{Stamp: stampOf(idOf(&st)), SHA256: hex.EncodeToString(h.Sum(nil))}
+	return nil
 }
 
 // Keep records trees, read (ReadTrees) with the policy p from what Unpack extracted of the
@@ -155,4 +184,21 @@ func (r *archiveReading) archive() *Archive {
 		return &Archive{}
 	}
 	return &Archive{rec: &archiveRec{Stamp: keptStamp(r.f, r.id, r.taken), SHA256: sum}}
+}
+
+// checkFree refuses to unpack bytes in files entries into dir when its file system has less
+// room, with a tenth more and a block per entry for directories and metadata.
+func checkFree(dir string, bytes int64, files int) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	need := uint64(bytes) + uint64(bytes)/10 + uint64(files)*4096
+	if free := st.Bavail * uint64(st.Bsize); free < need {
+		return fmt.Errorf("the archive unpacks to %d bytes in %d entries, and the file system of %s has %d bytes free: free some space or stage from a directory", bytes, files, filepath.Dir(dir), free)
+	}
+	if st.Files > 0 && st.Ffree < uint64(files) {
+		return fmt.Errorf("the archive holds %d entries, and the file system of %s has %d free inodes", files, filepath.Dir(dir), st.Ffree)
+	}
+	return nil
 }

@@ -323,9 +323,17 @@ func TestStampsOfArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trees, err := staging.ReadTrees(into, hostileTrees, defaultPolicy, nil)
+	seen := opened(t)
+	trees, err := staging.ReadTrees(into, hostileTrees, defaultPolicy, a.Written())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := seen(); len(got) != 0 {
+		t.Errorf("reading what Unpack wrote opened %v, want nothing: Unpack checksummed it as it wrote it", got)
+	}
+	read, err := staging.ReadTrees(into, hostileTrees, defaultPolicy, nil)
+	if err != nil || !read[0].Equal(trees[0]) || !read[1].Equal(trees[1]) {
+		t.Fatalf("the trees read from the files differ from those read by Unpack's checksums (err %v)", err)
 	}
 	a.Keep(trees, hostileTrees, defaultPolicy)
 	path := filepath.Join(dir, "stamps")

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -71,7 +70,9 @@ func Unpack(archive, dir string, trees []string, p Policy) (*Archive, error) {
 	if err := second.setDirModes(); err != nil {
 		return nil, err
 	}
-	return reading.archive(), nil
+	a := reading.archive()
+	a.made = second.made
+	return a, nil
 }
 
 // readAll reads the whole archive once more, from its start.
@@ -86,23 +87,6 @@ func (x *extractor) readAll(r *archiveReading) error {
 	return r.finish()
 }
 
-// checkFree refuses to unpack bytes in files entries into dir when its file system has less
-// room, with a tenth more and a block per entry for directories and metadata.
-func checkFree(dir string, bytes int64, files int) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("free space of %s: %w", dir, err)
-	}
-	need := uint64(bytes) + uint64(bytes)/10 + uint64(files)*4096
-	if free := st.Bavail * uint64(st.Bsize); free < need {
-		return fmt.Errorf("the archive unpacks to %d bytes in %d entries, and the file system of %s has %d bytes free: free some space or stage from a directory", bytes, files, filepath.Dir(dir), free)
-	}
-	if st.Files > 0 && st.Ffree < uint64(files) {
-		return fmt.Errorf("the archive holds %d entries, and the file system of %s has %d free inodes", files, filepath.Dir(dir), st.Ffree)
-	}
-	return nil
-}
-
 // extractor reads an archive once: it checks every entry and, when it has a directory to
 // write in, extracts it.
 type extractor struct {
@@ -114,6 +98,7 @@ type extractor struct {
 	kinds    map[string]byte        // what the archive put at each name (see below)
 	files    map[string]fileFacts   // the regular files extracted, for hard links to them
 	dirModes map[string]fs.FileMode // the directories' modes, set last
+	made     *Stamps                // the files written, with their stamps and checksums
 }
 
 // The kinds an extractor records besides an Entry's: 'A' is a directory above a tree's root,
@@ -133,7 +118,7 @@ type fileFacts struct {
 
 func newExtractor(trees []string, p Policy, dirfd int) *extractor {
 	return &extractor{trees: trees, p: p, b: budget{p: p}, dirfd: dirfd, dirs: dirCache{root: dirfd},
-		kinds: map[string]byte{}, files: map[string]fileFacts{}, dirModes: map[string]fs.FileMode{}}
+		kinds: map[string]byte{}, files: map[string]fileFacts{}, dirModes: map[string]fs.FileMode{}, made: &Stamps{files: map[stampKey]stampRec{}}}
 }
 
 // read checks, and extracts when it may write, every entry of the .tar.gz r.
@@ -382,7 +367,7 @@ func (x *extractor) write(name string, kind byte, mode fs.FileMode, h *tar.Heade
 		}
 		return nil
 	case 'f':
-		return createFile(pfd, base, mode, h.ModTime.UnixNano(), func(w io.Writer) error { return copyExactly(w, data, h.Size) })
+		return x.create(pfd, name, mode, h.ModTime.UnixNano(), data, h.Size)
 	case 'l':
 		return unix.Symlinkat(h.Linkname, pfd, base)
 	}
@@ -405,8 +390,8 @@ func (x *extractor) existsAsDir(dirfd int, name string) bool {
 
 // createFile creates the file name in the directory dirfd, which must not exist, writes it
 // with fill and gives it the caller's owner, mode and the modification time mtime (Unix
-// nanoseconds), all through the one descriptor.
-func createFile(dirfd int, name string, mode fs.FileMode, mtime int64, fill func(io.Writer) error) error {
+// nanoseconds), all through the one descriptor, and stats it into st.
+func createFile(dirfd int, name string, mode fs.FileMode, mtime int64, fill func(io.Writer) error, st *unix.Stat_t) error {
 	fd, err := openAt(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -423,6 +408,9 @@ func createFile(dirfd int, name string, mode fs.FileMode, mtime int64, fill func
 	if err == nil {
 		ts := unix.NsecToTimespec(mtime)
 		err = unix.UtimesNanoAt(int(f.Fd()), "", []unix.Timespec{ts, ts}, unix.AT_EMPTY_PATH)
+	}
+	if err == nil {
+		err = unix.Fstat(fd, st)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -475,7 +463,7 @@ func (x *extractor) hardlink(name, tree, rel, target string) error {
 	if err != nil {
 		return err
 	}
-	return createFile(pfd, path.Base(name), facts.mode, st.Mtim.Nano(), func(w io.Writer) error { return copyExactly(w, src, facts.size) })
+	return x.create(pfd, name, facts.mode, st.Mtim.Nano(), src, facts.size)
 }
 
 // setDirModes gives the trees' directories their modes, the deepest first, each through a
