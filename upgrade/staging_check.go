@@ -55,16 +55,18 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 		case err != nil && !layout.IsNotSideBySide(err):
 			return onNode(n.Name, err)
 		}
+		// The trees on the node, read in one command, are judged by their content (the
+		// checksum of every file, computed there) and their manifests, never by sizes and
+		// times: an altered or half-written copy differs.
+		trees := []*staging.Tree{j.lib, j.share}
+		got, errs, err := staging.CompareAll(ctx, c, trees, []string{j.libDir, j.shareDir})
+		if err != nil {
+			return onNode(n.Name, err)
+		}
 		var states [2]treeState
 		var diffs []string
-		for i, t := range []struct {
-			tree *staging.Tree
-			dir  string
-		}{{j.lib, j.libDir}, {j.share, j.shareDir}} {
-			// The tree on the node is judged by its content (the checksum of every file,
-			// computed there) and its manifest, never by sizes and times: an altered or
-			// half-written copy differs.
-			st, err := staging.Compare(ctx, c, t.tree, t.dir)
+		for i, st := range got {
+			err := errs[i]
 			switch {
 			case st == staging.Differs:
 				states[i] = treeDiffers
@@ -79,7 +81,7 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 				states[i] = treeMissing
 			}
 			if !states[i].held() {
-				if err := checkSpace(ctx, c, t.dir, t.tree.Bytes); err != nil {
+				if err := checkSpace(ctx, c, []string{j.libDir, j.shareDir}[i], trees[i].Bytes); err != nil {
 					return onNode(n.Name, err)
 				}
 			}

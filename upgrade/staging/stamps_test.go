@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -242,6 +243,50 @@ func TestSendTempDirNotADirectory(t *testing.T) {
 					t.Errorf("%s: the directory the link points to holds %d entries (%v), want none", tc.name, len(entries), err)
 				}
 				if err := os.Remove(tmp); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestCompareAll reads several trees of a node in one command: each is judged as Compare
+// judges it alone, whatever the others hold (a placed tree, nothing, a manifest that is a
+// link, a manifest that is not JSON).
+func TestCompareAll(t *testing.T) {
+	t.Parallel()
+	tree := sourceTree(t)
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			stageOn(t, tg, tree)
+			other := tg.final + "-other"
+			if err := os.MkdirAll(other, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			trees, finals := []*staging.Tree{tree, tree, tree}, []string{tg.final, other + "/missing", tg.final}
+			states, errs, err := staging.CompareAll(ctx, noSums{tg.conn}, trees, finals)
+			if err != nil || !slices.Equal(states, []staging.State{staging.Same, staging.Missing, staging.Same}) || errors.Join(errs...) != nil {
+				t.Errorf("CompareAll = %v, %v, %v; want Same, Missing, Same", states, errs, err)
+			}
+			// The second tree: a copy of the first whose manifest is a link, then one that is
+			// not JSON.
+			copied := other + "/copy"
+			if out, err := exec.Command("cp", "-a", tg.final, copied).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v: %s", err, out)
+			}
+			if err := os.Symlink(staging.ManifestPath(tg.final), staging.ManifestPath(copied)); err != nil {
+				t.Fatal(err)
+			}
+			finals = []string{copied, tg.final}
+			for _, bad := range []string{"a link", "not JSON"} {
+				states, errs, err = staging.CompareAll(ctx, tg.conn, trees[:2], finals)
+				if err != nil || !slices.Equal(states, []staging.State{staging.Unrecorded, staging.Same}) || errors.Join(errs...) != nil {
+					t.Errorf("a manifest %s: CompareAll = %v, %v, %v; want Unrecorded, Same", bad, states, errs, err)
+				}
+				os.Remove(staging.ManifestPath(copied))
+				if err := os.WriteFile(staging.ManifestPath(copied), []byte("=manifest\x00{"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

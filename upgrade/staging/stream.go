@@ -26,6 +26,17 @@ type records struct {
 	buf  []byte
 	err  error
 	raw  bool // the output goes to rest
+	// max bounds the record being read, maxRecord when 0; fn may raise it for the next
+	// record (a manifest).
+	max int
+}
+
+// limit is the bound of the record being read.
+func (r *records) limit() int {
+	if r.max > 0 {
+		return r.max
+	}
+	return maxRecord
 }
 
 // errRest is what records' fn returns for a record after which the output goes to rest.
@@ -40,8 +51,8 @@ func (r *records) Write(p []byte) (int, error) {
 		}
 		i := bytes.IndexAny(p, r.seps)
 		if i < 0 {
-			if len(r.buf)+len(p) > maxRecord {
-				r.err = fmt.Errorf("a record longer than %d bytes", maxRecord)
+			if len(r.buf)+len(p) > r.limit() {
+				r.err = fmt.Errorf("a record longer than %d bytes", r.limit())
 				break
 			}
 			r.buf = append(r.buf, p...)
@@ -49,8 +60,8 @@ func (r *records) Write(p []byte) (int, error) {
 		}
 		rec := p[:i]
 		if len(r.buf) > 0 {
-			if len(r.buf)+i > maxRecord {
-				r.err = fmt.Errorf("a record longer than %d bytes", maxRecord)
+			if len(r.buf)+i > r.limit() {
+				r.err = fmt.Errorf("a record longer than %d bytes", r.limit())
 				break
 			}
 			rec = append(r.buf, rec...)
