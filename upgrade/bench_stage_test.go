@@ -29,7 +29,9 @@ import (
 // (s/cp), then `sync` (s/sync), since a stage is on disk before it is recorded. The stage
 // (s/stage) is a first `cutover stage`, with no stamps of the source cached; x-of-floor is the
 // one against the other. The restage (s/restage) is the same command again, the version
-// installed everywhere and the source unchanged, against the first stage (restage-x-of-stage).
+// installed everywhere and the source unchanged, against the first stage (restage-x-of-stage);
+// its floor is one round of SSH connections to the sshd nodes (s/dial-round, dialRound),
+// against the first stage too (dial-x-of-stage).
 // Every timed copy starts with no dirty pages left by the one before (settle).
 func BenchmarkStageRun(b *testing.B) {
 	for _, source := range []string{"dir", "tgz"} {
@@ -78,6 +80,7 @@ func benchStageRun(b *testing.B, tarball bool) {
 			os.Remove(sc.path("state/" + n))
 		}
 	}
+	dial := dialRound(b, c, benchParallel)
 	ctx := context.Background()
 	var pdcp, cp, flush, stage, restage, restageCPU time.Duration
 	var firstStages, restages stageTimes
@@ -141,6 +144,10 @@ func benchStageRun(b *testing.B, tarball bool) {
 	b.ReportMetric(per(restage), "s/restage")
 	b.ReportMetric(float64(stage)/float64(floor), "x-of-floor")
 	b.ReportMetric(float64(restage)/float64(stage), "restage-x-of-stage")
+	// The floor of a restage: one round of SSH connections to the sshd nodes, which any
+	// command on them needs, against the first stage.
+	b.ReportMetric(dial.Seconds(), "s/dial-round")
+	b.ReportMetric(float64(dial)/float64(stage/time.Duration(b.N)), "dial-x-of-stage")
 }
 
 // stageRunSource writes the source of BenchmarkStageRun: the trees of version 1.2.0 of sc's

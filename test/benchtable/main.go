@@ -36,6 +36,8 @@ var targets = []target{
 	{"no-op run: its syncs, x the run without them, 256 nodes", "BenchmarkSyncCost/nodes=256", "x-sync-cost", "s/run-unsynced", 1.10},
 	{"stage, x pdcp -r", "BenchmarkStage/", "x-of-pdcp", "s/pdcp", 0.8},
 	{"restage of an unchanged tree, x pdcp -r", "BenchmarkStage/", "restage-x-of-pdcp", "s/pdcp", 0.02},
+	{"stage, master among the targets, x pdcp -r + cp -a + sync", "BenchmarkStageRun/", "x-of-floor", "s/floor", 1.0},
+	{"restage of an unchanged version, x its first stage", "BenchmarkStageRun/", "restage-x-of-stage", "s/stage", 0.02},
 }
 
 // floors are the figures of the same work with nothing of cutover's around it, beside the
@@ -47,6 +49,8 @@ var floors = []target{
 	{"no-op run, x its floor", "BenchmarkUpgradeRun/nodes=256", "x-run-of-floor", "", 0},
 	{"stage's floor (the bare transfer), x pdcp -r", "BenchmarkStage/", "bare-x-of-pdcp", "s/pdcp", 0.8},
 	{"stage's floor (transfer, checksums, flush), x pdcp -r", "BenchmarkStage/", "checked-x-of-pdcp", "s/pdcp", 0.8},
+	{"stage with the master's floor (pdcp -r + cp -a + sync), s", "BenchmarkStageRun/", "s/floor", "", 0},
+	{"restage's floor (one dial round), x the first stage", "BenchmarkStageRun/", "dial-x-of-stage", "s/dial-round", 0.02},
 }
 
 // line matches a benchmark result: its name (without the -GOMAXPROCS suffix), its count,
