@@ -108,7 +108,7 @@ func newPage(tl *Timeline) page {
 	p := page{Title: tl.Title, Legend: Kinds, Notes: tl.Notes, Width: pageNameW + pageChartW + 10,
 		Span: fmt.Sprintf("%s to %s (%s)", stamp(tl.From), stamp(tl.To), seconds(tl.Duration()))}
 	if tl.Pending {
-		p.Span += "; the run is pending: drawn to its last record"
+		p.Span += "; the run is pending: it waits to be resumed or aborted"
 	}
 	p.Downtime = "none recorded"
 	switch {

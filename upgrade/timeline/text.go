@@ -103,7 +103,7 @@ func (t *textDrawing) header() {
 	t.text(t.tl.Title)
 	span := fmt.Sprintf("%s to %s (%s); one column is %s", stamp(t.tl.From), clock(t.tl.To), seconds(t.tl.Duration()), seconds(t.step))
 	if t.tl.Pending {
-		span += "; pending: drawn to its last record"
+		span += "; pending: it waits to be resumed or aborted"
 	}
 	t.text(span)
 	down := "downtime: none recorded"
