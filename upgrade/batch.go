@@ -195,6 +195,9 @@ func (b batch) Undo(ctx context.Context, r *Run) error {
 	})
 }
 
+// undoStep prefixes the name of a node's step in a batch that switches the node back.
+const undoStep = "undo-"
+
 // factUnknownPrefix prefixes the fact that a node failed in a batch (the value) within the
 // failure budget and could not be switched back: its state is unknown.
 const factUnknownPrefix = "rolling-unknown-"
@@ -249,16 +252,23 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 		return err
 	}
 	// The stop, the switch, the start and the verify are timed as the node's steps: the
-	// timeline of a rolling run draws them (journalview_timeline.go).
+	// timeline of a rolling run draws them (journalview_timeline.go). Switching a node back
+	// (no verify) times them as the undo's: "undo-stop", ...
+	step := func(name string) string {
+		if !verify {
+			return undoStep + name
+		}
+		return name
+	}
 	began := r.now()
 	err := r.daemonsOn(ctx, c, node, false)
-	r.timeStep(node, "stop", began)
+	r.timeStep(node, step("stop"), began)
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
 	began = r.now()
 	err = r.switchNode(ctx, c, node, version)
-	r.timeStep(node, "switch", began)
+	r.timeStep(node, step("switch"), began)
 	if err != nil {
 		return fmt.Errorf("%s: switch to %s: %w", node, version, err)
 	}
@@ -276,7 +286,7 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	}
 	began = r.now()
 	err = r.daemonsOn(ctx, c, node, true)
-	r.timeStep(node, "start", began)
+	r.timeStep(node, step("start"), began)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}

@@ -224,16 +224,25 @@ func (b *timelineBuilder) drawBatch(ev journal.Event, bt *timeline.Batch, span t
 			continue
 		}
 		r := b.row(n.Node)
+		// The node failed in its last forward step; the steps after it switched it back.
+		failed := -1
 		for i, st := range n.Steps {
-			kind := timeline.Kind(st.Name)
+			if !n.OK && !strings.HasPrefix(st.Name, undoStep) {
+				failed = i
+			}
+		}
+		for i, st := range n.Steps {
+			name, back := strings.CutPrefix(st.Name, undoStep)
+			kind := timeline.Kind(name)
 			if !kind.Valid() {
 				continue
 			}
-			r.Bars = append(r.Bars, timeline.Bar{Kind: kind, Stage: ev.Stage, Span: timeline.Span{From: st.Start, To: st.End},
-				Failed: !n.OK && i == len(n.Steps)-1, Undo: ev.State == journal.Undone || ev.State == journal.UndoFailed})
-			if r.Bars[len(r.Bars)-1].Failed {
-				r.Bars[len(r.Bars)-1].Error = n.Error
+			bar := timeline.Bar{Kind: kind, Stage: ev.Stage, Span: timeline.Span{From: st.Start, To: st.End},
+				Undo: back || ev.State == journal.Undone || ev.State == journal.UndoFailed}
+			if i == failed {
+				bar.Failed, bar.Error = true, n.Error
 			}
+			r.Bars = append(r.Bars, bar)
 		}
 	}
 }

@@ -104,8 +104,9 @@ func drawText(t *testing.T, tl *timeline.Timeline) string {
 
 // TestTimelineOfRuns draws the timeline of real runs on a fake cluster whose clock moves
 // only with the nodes' work: an upgrade all at once (with a restart after redist-conf), a
-// rolling upgrade with a canary, and an upgrade left pending past its point of no return by a
-// node whose daemons do not start. The pictures are golden files (-update rewrites them); the
+// rolling upgrade with a canary, the same with a node that fails its start within the failure
+// budget and is switched back, an upgrade left pending past its point of no return by a node
+// whose daemons do not start, and a sync of a node left behind. The pictures are golden files (-update rewrites them); the
 // test also checks what they must show whatever the layout: every node's row, the batches,
 // the downtime window and the note of a pending run.
 func TestTimelineOfRuns(t *testing.T) {
@@ -117,13 +118,14 @@ func TestTimelineOfRuns(t *testing.T) {
 	sync := clocked{kind: KindSync, from: "1.0.0", to: "1.1.0", stages: func(*Run) []Stage { return SyncStages() },
 		prepare: func(r *Run) { r.Online = r.Online[2:] }}
 	tests := []struct {
-		name    string
-		golden  string
-		run     clocked
-		live    string // the version the master runs before the run
-		setup   func(t *testing.T, w *upgradetest.World)
-		wantErr bool
-		want    []string // lines (or parts of lines) the picture must hold
+		name      string
+		golden    string
+		run       clocked
+		configure func(*config.Config) // instead of the run's
+		live      string               // the version the master runs before the run
+		setup     func(t *testing.T, w *upgradetest.World)
+		wantErr   bool
+		want      []string // lines (or parts of lines) the picture must hold
 	}{
 		{name: "all at once", golden: "timeline-all-at-once.golden", run: restarting,
 			want: []string{"\nnode1 ", "\nnode2 ", "\nnode3 ", "\ndowntime ", "downtime: "}},
@@ -132,6 +134,14 @@ func TestTimelineOfRuns(t *testing.T) {
 				w.WriteFile(t, w.Master, "/usr/share/app/1.1.0/cutover/upgrade-policy.json", `{"rolling_from": ">= 1.0, < 1.2"}`)
 			},
 			want: []string{"\nbatch 1 (canary) ", "\n  node2 ", "\nbatch 2 ", "\n  node3 ", "\n  node1 ", "\ndowntime "}},
+		{name: "rolling with a node left behind", golden: "timeline-rolling-failed.golden", run: rolling,
+			setup: func(t *testing.T, w *upgradetest.World) {
+				w.WriteFile(t, w.Master, "/usr/share/app/1.1.0/cutover/upgrade-policy.json", `{"rolling_from": ">= 1.0, < 1.2"}`)
+				w.FailOnce("node3", "start")
+			},
+			configure: func(c *config.Config) { rollingWith(c); c.Strategy.MaxFailed = 1 },
+			wantErr:   true,
+			want:      []string{"\n  node3 ", "UX", "u"}},
 		{name: "pending past its point of no return", golden: "timeline-pending.golden", run: upgradeAll,
 			setup:   func(t *testing.T, w *upgradetest.World) { w.Fail("node3", "start") },
 			wantErr: true,
@@ -150,11 +160,15 @@ func TestTimelineOfRuns(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, w)
 			}
+			if tt.configure != nil {
+				tt.run.configure = tt.configure
+			}
 			jr, err := clockedRun(t, w, tt.run)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("run: %v, want an error: %v", err, tt.wantErr)
 			}
-			tl := TimelineOf(jr, w.Master, tt.wantErr)
+			in, ierr := journal.ReadIntent(IntentPath(w.Config()))
+			tl := TimelineOf(jr, w.Master, ierr == nil && in.RunID == jr.ID)
 			tl.Title = "run 1: " + string(tt.run.kind) + " 1.0.0 -> 1.1.0"
 			got := drawText(t, tl)
 			golden(t, tt.golden, []byte(got))
