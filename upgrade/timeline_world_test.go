@@ -106,9 +106,9 @@ func drawText(t *testing.T, tl *timeline.Timeline) string {
 // only with the nodes' work: an upgrade all at once (with a restart after redist-conf), a
 // rolling upgrade with a canary, the same with a node that fails its start within the failure
 // budget and is switched back, an upgrade left pending past its point of no return by a node
-// whose daemons do not start, and a sync of a node left behind. The pictures are golden files (-update rewrites them); the
-// test also checks what they must show whatever the layout: every node's row, the batches,
-// the downtime window and the note of a pending run.
+// whose daemons do not start, and a sync of a node left behind. The pictures are golden files
+// (-update rewrites them); the test also checks what they must show whatever the layout:
+// every node's row, the batches, the downtime window and the note of a pending run.
 func TestTimelineOfRuns(t *testing.T) {
 	upgradeAll := clocked{kind: KindUpgrade, from: "1.0.0", to: "1.1.0", stages: func(*Run) []Stage { return Stages() }}
 	rolling := upgradeAll

@@ -167,3 +167,45 @@ func hostileRun(t *testing.T, lc *localCluster) {
 		t.Fatal(err)
 	}
 }
+
+// TestJournalTimelineHTMLRefusesLinks: a link at FILE, whether to a file or dangling, and a
+// directory there are refused with exit code 2; nothing is written through the link or
+// beside it.
+func TestJournalTimelineHTMLRefusesLinks(t *testing.T) {
+	lc := newLocalCluster(t, "1.0.0", "1.0.0", "1.1.0")
+	if code, out, errOut := lc.cutover("upgrade", "--to=1.1.0", "--yes"); code != 0 {
+		t.Fatalf("upgrade exit %d\n%s%s", code, out, errOut)
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, want string
+		make       func(path string) error
+	}{
+		{"link", "is a symbolic link", func(p string) error { return os.Symlink(target, p) }},
+		{"dangling", "is a symbolic link", func(p string) error { return os.Symlink(filepath.Join(dir, "nowhere"), p) }},
+		{"directory", "not a regular file", func(p string) error { return os.Mkdir(p, 0o755) }},
+	} {
+		page := filepath.Join(dir, tt.name+".html")
+		if err := tt.make(page); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := lc.cutover("journal", "--timeline", "--html="+page, "1")
+		if code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s at FILE: exit %d, stderr %q; want %d and %q", tt.name, code, errOut, exitUsage, tt.want)
+		}
+	}
+	if data, _ := os.ReadFile(target); string(data) != "keep me\n" {
+		t.Errorf("the link's target now holds %q", data)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 4 {
+		t.Errorf("%d entries in FILE's directory, want the target, two links and a directory: %v", len(entries), entries)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !os.IsNotExist(err) {
+		t.Errorf("a file was created through the dangling link: %v", err)
+	}
+}
