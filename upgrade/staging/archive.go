@@ -1,6 +1,7 @@
 package staging
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -160,7 +161,9 @@ func (r *archiveReading) reader() (io.Reader, error) {
 	}
 	h := sha256.New()
 	r.hashes = append(r.hashes, h)
-	return io.TeeReader(r.f, h), nil
+	// Buffered, and a ByteReader, so that gzip reads the file in large blocks rather than
+	// through a buffer of its own of 4 KiB: a tenth of the system calls.
+	return bufio.NewReaderSize(io.TeeReader(r.f, h), tarBuffer), nil
 }
 
 // finish reads the rest of the archive past what the reading took, into its checksum.

@@ -29,11 +29,11 @@ func WriteTar(w io.Writer, t *Tree) (int64, error) {
 	return writeTar(w, t, t.Entries, nil)
 }
 
-// WriteManifestScript and ReceiveScript are the node scripts that receive a manifest, for the
+// WriteManifestScript and PlaceScript are the node scripts that receive a manifest, for the
 // tests of a manifest cut short.
 const (
 	WriteManifestScript = writeManifestScript
-	ReceiveScript       = receiveScript
+	PlaceScript         = placeScript
 )
 
 // SendBare streams the tree's encoded stream (Encode must have run) to tar on the node,

@@ -296,10 +296,10 @@ func diffError(diffs []string) error {
 }
 
 // receiveManifest defines the shell function receive, which writes standard input, that must
-// be $2 bytes long, to a temporary file beside the manifest $1 and prints the file's name: a
-// manifest cut short (cutover killed while it was sent) is refused, never put in place.
+// be $2 bytes long, to a temporary file beside the manifest $1 (an absolute path), named in
+// $mt: a manifest cut short (cutover killed while it was sent) is refused, never put in place.
 const receiveManifest = `receive() {
-	mt=$(dirname -- "$1")/.$(basename -- "$1").tmp
+	mt=${1%/*}/.${1##*/}.tmp
 	rm -f -- "$mt"
 	(umask 022 && cat >"$mt")
 	if [ "$(wc -c <"$mt")" -ne "$2" ]; then rm -f -- "$mt"; echo "the manifest $1 arrived cut short" >&2; return 1; fi
@@ -313,7 +313,7 @@ const writeManifestScript = receiveManifest + `set -e
 receive "$1" "$2"
 sync -- "$mt" 2>/dev/null || sync
 mv -f -T -- "$mt" "$1"
-sync -- "$(dirname -- "$1")" 2>/dev/null || sync`
+sync -- "${1%/*}" 2>/dev/null || sync`
 
 // Record writes the manifest of t, as the node holds it in dir (the temporary directory
 // being staged, or final itself), to ManifestPath(final), durably. The node's dir must hold

@@ -522,36 +522,31 @@ func (f *treeFiles) copy(w io.Writer, e Entry) error {
 	return nil
 }
 
-// receiveScript writes standard input, of $2 bytes, to a temporary file beside the manifest
-// $1 (receive), for placeScript to put in place.
-const receiveScript = receiveManifest + `set -e
-receive "$1" "$2"`
-
-// placeScript puts the temporary directory $1 in place as $2, which must not exist, with its
-// manifest $4, received beside it (receiveScript). The directory must still list (list) as it
-// did when it was checked: the SHA-256 of its listing must be $5. It gives the directory the
-// mode $3. Every file and directory of the tree, and the manifest, are on disk before the
-// renames (a syncfs of the tree's file system, or a sync of all where sync cannot name one);
-// the manifest's rename is on disk before the tree's (an fsync of the parent directory), and
-// the tree's before the script ends: a power cut leaves either no tree at $2 or the whole
-// tree with its manifest, never a tree whose files are empty.
-const placeScript = listFunction + `set -e
-if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 exists" >&2; exit 1; fi
-mt=$(dirname -- "$4")/.$(basename -- "$4").tmp
-if [ -L "$mt" ] || [ ! -f "$mt" ]; then echo "the manifest $mt is missing" >&2; exit 1; fi
+// placeScript receives the tree's manifest, $6 bytes on standard input, beside its place $4
+// (receive), and puts the temporary directory $1 in place as $2, which must not exist, with
+// that manifest. The directory must still list (list) as it did when it was checked: the
+// SHA-256 of its listing must be $5. It gives the directory the mode $3. Every file and
+// directory of the tree, and the manifest, are on disk before the renames (a syncfs of the
+// tree's file system, or a sync of all where sync cannot name one); the manifest's rename is
+// on disk before the tree's (an fsync of the parent directory), and the tree's before the
+// script ends: a power cut leaves either no tree at $2 or the whole tree with its manifest,
+// never a tree whose files are empty.
+const placeScript = receiveManifest + listFunction + `set -e
+receive "$4" "$6"
+if [ -e "$2" ] || [ -L "$2" ]; then rm -f -- "$mt"; echo "$2 exists" >&2; exit 1; fi
 d=$(list "$1" | sha256sum)
-if [ "${d%% *}" != "$5" ]; then echo "$1 changed since it was checked" >&2; exit 1; fi
+if [ "${d%% *}" != "$5" ]; then rm -f -- "$mt"; echo "$1 changed since it was checked" >&2; exit 1; fi
 chmod "$3" -- "$1"
 sync -f -- "$1" 2>/dev/null || sync
 mv -f -T -- "$mt" "$4"
-sync -- "$(dirname -- "$4")" 2>/dev/null || sync
+sync -- "${4%/*}" 2>/dev/null || sync
 mv -T -- "$1" "$2"
-sync -- "$(dirname -- "$2")" 2>/dev/null || sync`
+sync -- "${2%/*}" 2>/dev/null || sync`
 
-// Place puts the node's temporary directory for final, as Send left it (sent), in place: it
-// sends the tree's manifest, with the stamps of the files Send checked, then gives the
-// directory the tree's mode and renames it and the manifest into place, refusing a directory
-// that changed since Send checked it. Its contents, the manifest and the renames are durable
+// Place puts the node's temporary directory for final, as Send left it (sent), in place, in
+// one command: it sends the tree's manifest, with the stamps of the files Send checked, then
+// gives the directory the tree's mode and renames it and the manifest into place, refusing a
+// directory that changed since Send checked it. Its contents, the manifest and the renames are durable
 // on the node's disk when Place returns.
 func Place(ctx context.Context, c Conn, t *Tree, final string, sent *Sent) error {
 	if sent == nil || sent.listing == nil {
@@ -562,11 +557,8 @@ func Place(ctx context.Context, c Conn, t *Tree, final string, sent *Sent) error
 	if err != nil {
 		return err
 	}
-	manifest := ManifestPath(final)
-	if _, err := c.RunInput(ctx, bytes.NewReader(data), "sh", "-c", receiveScript, "cutover-stage", manifest, strconv.Itoa(len(data))); err != nil {
-		return fmt.Errorf("%s: send the manifest of %s: %w", c.Node(), final, err)
-	}
-	_, err = c.Run(ctx, "sh", "-c", placeScript, "cutover-stage", tmp, final, fmt.Sprintf("%04o", tarMode(t.Mode)), manifest, sent.digest)
+	_, err = c.RunInput(ctx, bytes.NewReader(data), "sh", "-c", placeScript, "cutover-stage", tmp, final,
+		fmt.Sprintf("%04o", tarMode(t.Mode)), ManifestPath(final), sent.digest, strconv.Itoa(len(data)))
 	if err != nil {
 		return fmt.Errorf("%s: put %s in place: %w", c.Node(), final, err)
 	}

@@ -153,7 +153,7 @@ func TestManifestCutShort(t *testing.T) {
 				argv []string
 			}{
 				{"write the manifest", []string{"sh", "-c", staging.WriteManifestScript, "cutover-stage", manifest, "100"}},
-				{"send the manifest to place", []string{"sh", "-c", staging.ReceiveScript, "cutover-stage", manifest, "100"}},
+				{"send the manifest to place", []string{"sh", "-c", staging.PlaceScript, "cutover-stage", tmp, tg.final, "0755", manifest, strings.Repeat("0", 64), "100"}},
 			} {
 				_, err := tg.conn.RunInput(ctx, strings.NewReader(`{"format": 1`), tc.argv...)
 				if err == nil || !strings.Contains(err.Error(), "cut short") {
