@@ -65,6 +65,8 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 		}
 		var states [2]treeState
 		var diffs []string
+		var lacking []string
+		var need []int64
 		for i, st := range got {
 			err := errs[i]
 			switch {
@@ -81,10 +83,11 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 				states[i] = treeMissing
 			}
 			if !states[i].held() {
-				if err := checkSpace(ctx, c, []string{j.libDir, j.shareDir}[i], trees[i].Bytes); err != nil {
-					return onNode(n.Name, err)
-				}
+				lacking, need = append(lacking, []string{j.libDir, j.shareDir}[i]), append(need, trees[i].Bytes)
 			}
+		}
+		if err := checkSpace(ctx, c, lacking, need); err != nil {
+			return onNode(n.Name, err)
 		}
 		j.mu.Lock()
 		defer j.mu.Unlock()
@@ -112,25 +115,38 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 	return nil
 }
 
-// spaceScript prints the kilobytes available to the file system of $1 or, while $1 does not
-// exist, of its nearest existing parent.
-const spaceScript = `d=$1
-while [ ! -d "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
-df -P -k -- "$d" | awk 'NR == 2 { print $4 }'`
+// spaceScript prints, a line for each argument, the kilobytes available to the file system of
+// that directory or, while it does not exist, of its nearest existing parent.
+const spaceScript = `n=$#
+for d in "$@"; do
+	while [ ! -d "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
+	set -- "$@" "$d"
+done
+shift "$n"
+df -P -k -- "$@" | awk 'NR > 1 { print $4 }'`
 
-// checkSpace refuses a tree of need bytes where dir's file system has less room, with a tenth
-// more for directories and metadata.
-func checkSpace(ctx context.Context, c staging.Conn, dir string, need int64) error {
-	res, err := c.Run(ctx, "sh", "-c", spaceScript, "cutover-stage", dir)
-	if err != nil {
-		return fmt.Errorf("free space for %s: %w", dir, err)
+// checkSpace refuses, in one command, a tree of need[i] bytes where the file system of
+// dirs[i] has less room, with a tenth more for directories and metadata.
+func checkSpace(ctx context.Context, c staging.Conn, dirs []string, need []int64) error {
+	if len(dirs) == 0 {
+		return nil
 	}
-	kb, err := strconv.ParseInt(strings.TrimSpace(string(res.Stdout)), 10, 64)
+	res, err := c.Run(ctx, append([]string{"sh", "-c", spaceScript, "cutover-stage"}, dirs...)...)
 	if err != nil {
-		return fmt.Errorf("free space for %s: unexpected df output %q", dir, res.Stdout)
+		return fmt.Errorf("free space for %s: %w", strings.Join(dirs, " and "), err)
 	}
-	if want := need + need/10; kb*1024 < want {
-		return fmt.Errorf("%s has %s free, the version needs %s there: free some space (cutover prune removes versions no run needs)", dir, megabytes(kb*1024), megabytes(want))
+	lines := strings.Fields(string(res.Stdout))
+	if len(lines) != len(dirs) {
+		return fmt.Errorf("free space for %s: unexpected df output %q", strings.Join(dirs, " and "), res.Stdout)
+	}
+	for i, dir := range dirs {
+		kb, err := strconv.ParseInt(lines[i], 10, 64)
+		if err != nil {
+			return fmt.Errorf("free space for %s: unexpected df output %q", dir, res.Stdout)
+		}
+		if want := need[i] + need[i]/10; kb*1024 < want {
+			return fmt.Errorf("%s has %s free, the version needs %s there: free some space (cutover prune removes versions no run needs)", dir, megabytes(kb*1024), megabytes(want))
+		}
 	}
 	return nil
 }

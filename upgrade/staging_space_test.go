@@ -41,7 +41,7 @@ func TestCheckSpace(t *testing.T) {
 		{"a directory not there yet, too large", missing, 2 * free, missing + " has "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkSpace(ctx, c, tt.dir, tt.need)
+			err := checkSpace(ctx, c, []string{tt.dir}, []int64{tt.need})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("checkSpace(%s, %d) = %v, want it to pass", tt.dir, tt.need, err)
@@ -49,6 +49,13 @@ func TestCheckSpace(t *testing.T) {
 				t.Errorf("checkSpace(%s, %d) = %v, want a refusal naming %q and the need", tt.dir, tt.need, err, tt.want)
 			}
 		})
+	}
+	// Both trees in one command: each is judged by its own directory.
+	if err := checkSpace(ctx, c, []string{dir, missing}, []int64{1 << 20, 1 << 20}); err != nil {
+		t.Errorf("checkSpace of two trees that fit = %v", err)
+	}
+	if err := checkSpace(ctx, c, []string{dir, missing}, []int64{1 << 20, 2 * free}); err == nil || !strings.Contains(err.Error(), missing+" has ") {
+		t.Errorf("checkSpace with the second tree too large = %v, want a refusal naming %s", err, missing)
 	}
 	if _, err := os.Stat(filepath.Dir(missing)); !os.IsNotExist(err) {
 		t.Errorf("the check created %s: %v", filepath.Dir(missing), err)
