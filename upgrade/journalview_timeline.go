@@ -369,6 +369,9 @@ func (b *timelineBuilder) notes() {
 	if len(still) > 0 {
 		add("the daemons of %s were not started again by the end of the picture", joinNames(still))
 	}
+	if !slices.ContainsFunc(b.tl.Rows, func(r timeline.Row) bool { return len(r.Bars) > 0 }) {
+		add("the run has none of the stages the timeline draws (a stop, switch, config, start, restart or verify)")
+	}
 	if len(b.run.Offline) > 0 {
 		add("offline, not in the run: %s", joinNames(b.run.Offline))
 	}

@@ -269,3 +269,18 @@ func TestTimelineOfInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineOfStaging derives the timeline of a run that draws nothing, a staging: its nodes
+// get their rows, and a note says why they are empty.
+func TestTimelineOfStaging(t *testing.T) {
+	r := journal.Run{ID: 2, Kind: "stage", Started: timelineStart, Ended: timelineStart.Add(time.Minute), Outcome: journal.Succeeded,
+		Events: []journal.Event{{Seq: 1, Stage: "send", State: journal.Done, At: timelineStart.Add(time.Minute),
+			Nodes: []journal.NodeResult{{Node: "node2", OK: true, Start: timelineStart, End: timelineStart.Add(time.Minute)}}}}}
+	tl := TimelineOf(r, "node1", false)
+	if len(tl.Rows) != 1 || tl.Rows[0].Node != "node2" || len(tl.Rows[0].Bars) != 0 || len(tl.Down) != 0 {
+		t.Errorf("rows %+v, window %v; want node2's row, empty, and no window", tl.Rows, tl.Down)
+	}
+	if notes := strings.Join(tl.Notes, "\n"); !strings.Contains(notes, "none of the stages the timeline draws") {
+		t.Errorf("notes %q, want one saying the run draws nothing", notes)
+	}
+}
