@@ -31,6 +31,10 @@
 // takes the node's host-side network link down, so peers see silence, as after a power cut;
 // [Cluster.Cut] and [Cluster.Heal] partition a running node and bring it back; [Cluster.Reboot]
 // kills and restarts a node, which runs its @reboot cron lines and boot hooks again.
+// [Cluster.HoldConnections] and [Cluster.CutOneWay] drop what the master sends on its open
+// connections to a node, or all it sends to the node, until [Fault.Lift]; [Cluster.Freeze]
+// stops a node's processes. [Cluster.FillDisk] makes the file system under a node's directory
+// full (nothing more fits, neither data nor a new file or link) until [FullDisk.Free].
 //
 // # Clean-up
 //
