@@ -140,8 +140,8 @@ type Runner struct {
 	early       []journal.Event // stage records made before the run was in the journal
 	past        bool            // the point of no return has been crossed
 	interrupted os.Signal
-	renewed     time.Time          // when this execution last paused the reconciler (renew_pause.go)
-	leave       context.CancelFunc // ends the running stage that leaves on a signal (leaver)
+	renewed     time.Time               // when this execution last paused the reconciler (renew_pause.go)
+	leave       context.CancelCauseFunc // ends the running stage that leaves on a signal (leaver)
 }
 
 // Execute runs the stages of r from Start. It returns nil when every stage succeeded; an
@@ -161,8 +161,12 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			rn.mu.Lock()
 			switch {
 			case rn.past && rn.leave != nil:
-				r.Warn("received %s: leaving the watch to 'cutover upgrade --resume' (or the boot resume); 'cutover upgrade --abort' ends it", s)
-				rn.leave()
+				if r.Kind == KindSync {
+					r.Warn("received %s: ending the sync's watch early", s)
+				} else {
+					r.Warn("received %s: leaving the watch to 'cutover upgrade --resume' (or the boot resume); 'cutover upgrade --abort' ends it", s)
+				}
+				rn.leave(&signalled{s})
 			case rn.past:
 				r.Warn("received %s past the point of no return: ignored, the run goes on to the end", s)
 			case rn.interrupted != nil:
@@ -319,7 +323,7 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	}
 	if failed := r.Failed(); len(failed) > 0 {
 		rn.finish(ctx, r, journal.FailedPastPONR)
-		if len(failed) == 1 && failed[0] == (watchWindow{}).Name() && len(r.Tolerated()) == 0 {
+		if r.watchOnly() {
 			return pastPONR(r.watchFailedErr())
 		}
 		return pastPONR(fmt.Errorf("the run went past the point of no return but %s failed; fix the cause and run 'cutover upgrade --resume' (a node that stays unreachable can be left out with 'cutover upgrade --resume --skip-node NODE' and caught up later with 'cutover sync NODE')", joinNames(append(r.Tolerated(), failed...))))
@@ -342,8 +346,8 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 func (rn *Runner) runStage(ctx context.Context, r *Run, st Stage, past bool) error {
 	_, leaves := st.(leaver)
 	if leaves && past {
-		stageCtx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		stageCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
 		rn.mu.Lock()
 		rn.leave = cancel
 		rn.mu.Unlock()
@@ -355,6 +359,9 @@ func (rn *Runner) runStage(ctx context.Context, r *Run, st Stage, past bool) err
 		ctx = stageCtx
 	}
 	if err := holdAt(ctx, st.Name()); err != nil {
+		if leaves && past && r.Kind == KindSync {
+			return r.leaveWatch(ctx, watchNextRound(r.factsCopy()))
+		}
 		if leaves && past {
 			return &watchLeft{fmt.Errorf("run %d: %s was left before it began (%w): 'cutover upgrade --resume' takes it up", r.ID, st.Name(), err)}
 		}

@@ -25,6 +25,9 @@ type SyncOptions struct {
 	Reporter Reporter
 	// Hostname is the local host's name; "" asks the system.
 	Hostname string
+	// Watch, when set, is the watch window of the sync ([policy] watch otherwise); zero
+	// turns the watch off.
+	Watch *time.Duration
 }
 
 // SyncNode is one node a sync brings to the live version.
@@ -46,6 +49,8 @@ type SyncResult struct {
 	Nodes    []SyncNode
 	Log      string
 	Duration time.Duration
+	// Watched is true when the sync watched the nodes after its verify.
+	Watched bool
 }
 
 // Versions that a node's links may name before a sync besides a version directory.
@@ -56,7 +61,8 @@ const (
 
 // SyncStages returns the stages of `cutover sync` in the order they run. The switch is the
 // point of no return: before it a failure or a signal starts the stopped daemons again; from
-// it on the sync pushes through and a failure asks for the sync to be run again.
+// it on the sync pushes through and a failure asks for the sync to be run again. A sync that
+// watches ([policy] watch, `sync --watch`) ends with the watch stage (sync_watch.go).
 func SyncStages() []Stage {
 	return []Stage{
 		syncVerifyInstalled{}, // 1 named nodes: both trees of the live version installed
@@ -101,6 +107,7 @@ func Sync(ctx context.Context, cfg *config.Config, names []string, opts SyncOpti
 	if err := s.refusePending("syncing nodes"); err != nil {
 		return nil, err
 	}
+	s.r.watch = planWatch(cfg.Policy, opts.Watch)
 	return syncNodes(ctx, s.r, targets, opts.DryRun, opts.Confirm)
 }
 
@@ -127,7 +134,8 @@ func syncTargets(inv *nodes.Inventory, names []string) ([]nodes.Node, error) {
 }
 
 // syncNodes runs the sync of targets on a prepared run: it reads the live version and the
-// nodes' links, journals the run and executes SyncStages.
+// nodes' links, journals the run and executes SyncStages, ended with the watch when r.watch
+// has a window.
 func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, confirm func(context.Context, *Run) error) (*SyncResult, error) {
 	start := time.Now()
 	cfg := r.Config
@@ -149,10 +157,13 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, c
 		facts["from."+n.Name] = froms[n.Name]
 	}
 	facts["nodes"] = strings.Join(names, ",")
+	if r.watch.Window > 0 {
+		facts[factWatch] = r.watch.String()
+	}
 	r.From = distinctVersions(res.Nodes)
 	list := strings.Join(names, " ")
 	err = execute(ctx, r, recipe{
-		kind: KindSync, stages: SyncStages(), facts: facts, dryRun: dryRun, confirm: confirm,
+		kind: KindSync, stages: r.watched(SyncStages()), facts: facts, dryRun: dryRun, confirm: confirm,
 		details: func() []string {
 			var out []string
 			for _, n := range res.Nodes {
@@ -165,6 +176,7 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, c
 	})
 	res.Run, res.Log = r.ID, r.log.Path()
 	res.Duration = time.Since(start)
+	res.Watched = r.watch.Window > 0
 	if dryRun {
 		return res, err
 	}
@@ -177,6 +189,8 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, c
 		}
 	case r.UndoFailed():
 		err = pastPONR(fmt.Errorf("sync of %s failed before the switch, and starting their daemons again failed too, so they may be left stopped; see %s, fix the cause and run 'cutover sync %s' again", list, res.Log, list))
+	case IsPastPONR(err) && r.watchOnly():
+		err = pastPONR(r.syncWatchErr(names))
 	case IsPastPONR(err):
 		err = pastPONR(fmt.Errorf("sync of %s went past the point of no return (the switch) but %s failed; fix the cause and run 'cutover sync %s' again", list, joinNames(r.Failed()), list))
 	}

@@ -68,6 +68,10 @@ type syncCluster struct {
 	fail   map[string]bool // "node command" pairs that fail
 	hang   map[string]bool // "node command" pairs that hang until cancelled, once
 	events []Event
+	// onEvent, when set, is called with every event after it is recorded, without mu held.
+	onEvent func(Event)
+	// watch is the watch of the cluster's syncs, as Sync plans it from the policy.
+	watch watchPlan
 }
 
 // newSimCluster builds the World of a syncCluster: the named nodes (the master first, offline
@@ -156,8 +160,12 @@ func (sc *syncCluster) Conn(_ context.Context, node string) (Conn, error) {
 
 func (sc *syncCluster) Report(e Event) {
 	sc.mu.Lock()
-	defer sc.mu.Unlock()
 	sc.events = append(sc.events, e)
+	hook := sc.onEvent
+	sc.mu.Unlock()
+	if hook != nil {
+		hook(e)
+	}
 }
 
 func (sc *syncCluster) callsOf(node string) []string {
@@ -184,7 +192,7 @@ func (sc *syncCluster) syncConfirm(t *testing.T, dryRun bool, confirm func(conte
 		t.Fatal(err)
 	}
 	r := &Run{Config: sc.cfg, Layout: lay, Inventory: sc.inv, Force: map[string]bool{},
-		Online: sc.inv.Online(), Offline: sc.inv.Offline(), dial: sc, report: sc}
+		Online: sc.inv.Online(), Offline: sc.inv.Offline(), dial: sc, report: sc, watch: sc.watch}
 	targets, err := syncTargets(sc.inv, names)
 	if err != nil {
 		t.Fatalf("syncTargets(%q) = %v", names, err)

@@ -61,14 +61,14 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 			}
 			select {
 			case <-ctx.Done():
-				return r.leaveWatch(round)
+				return r.leaveWatch(ctx, round)
 			case <-time.After(wait):
 			}
 		}
 		checkNow = false
 		problem := r.watchCheck(ctx)
 		if ctx.Err() != nil {
-			return r.leaveWatch(round)
+			return r.leaveWatch(ctx, round)
 		}
 		at := time.Now().UTC()
 		value := watchPassed
@@ -172,7 +172,7 @@ func (r *Run) watchBoot(ctx context.Context, round int, plan watchPlan) error {
 	r.Warn("the master booted inside the watch of run %d: waiting up to %s for the daemons and a passing check", r.ID, limit)
 	problem := r.bootHealthy(ctx, limit, plan.Interval)
 	if ctx.Err() != nil {
-		return r.leaveWatch(round)
+		return r.leaveWatch(ctx, round)
 	}
 	if problem == "" {
 		_, err := r.Learn(ctx, prefix+boot, "healthy")
@@ -245,8 +245,12 @@ func (e *watchLeft) Error() string { return e.err.Error() }
 
 func (e *watchLeft) Unwrap() error { return e.err }
 
-// leaveWatch is the error of a watch a signal interrupted.
-func (r *Run) leaveWatch(round int) error {
+// leaveWatch is the error of a watch a signal interrupted: an upgrade's is left pending, a
+// sync's ends early (sync_watch.go).
+func (r *Run) leaveWatch(ctx context.Context, round int) error {
+	if r.Kind == KindSync {
+		return r.endSyncWatchEarly(ctx, round)
+	}
 	st := watchStatusOf(r.factsCopy())
 	left := ""
 	if st != nil {

@@ -135,7 +135,9 @@ type syncDoneEvent struct {
 	Nodes    []syncNodeEntry `json:"nodes,omitempty"`
 	Log      string          `json:"log,omitempty"`
 	Duration time.Duration   `json:"duration_ns,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	// Watched is true when the sync watched the nodes after its verify (the watch stage).
+	Watched bool   `json:"watched,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 type syncNodeEntry struct {
@@ -147,7 +149,7 @@ type syncNodeEntry struct {
 func (o *jsonOutput) syncDone(res *upgrade.SyncResult, err error, dryRun bool) {
 	e := syncDoneEvent{doneHead: o.head(err), DryRun: dryRun, Error: errorText(err)}
 	if res != nil {
-		e.Run, e.To, e.Log, e.Duration = res.Run, res.To, res.Log, res.Duration
+		e.Run, e.To, e.Log, e.Duration, e.Watched = res.Run, res.To, res.Log, res.Duration, res.Watched
 		for _, n := range res.Nodes {
 			e.Nodes = append(e.Nodes, syncNodeEntry{Name: n.Name, From: n.From, Offline: n.Offline})
 		}

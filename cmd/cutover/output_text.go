@@ -382,6 +382,10 @@ func (o *textOutput) status(st *upgrade.StatusReport) error {
 			}
 		}
 		fmt.Fprintln(w)
+		if r := st.LastRun; r != nil && r.Watch != nil {
+			// A sync's watch, under way or ended, or how the last upgrade's ended.
+			fmt.Fprintf(w, "  watch: %s\n", watchText(r.Watch, time.Now()))
+		}
 	}
 	if h := st.Lock; h != nil {
 		fmt.Fprintf(w, "lock: held by pid %d on %s since %s", h.PID, h.Host, textTime(h.Started))
