@@ -124,6 +124,16 @@ func TestSyncWatch(t *testing.T) {
 	calls := sw.f.path("run/calls")
 	passing := `": verify; echo verify >> ` + calls + `"`
 
+	// A --watch that is not a duration is refused before anything runs.
+	for _, bad := range []string{"--watch=soon", "--watch=-1m"} {
+		if code, _, errOut := sw.cutover("sync", "--yes", bad, "node2"); code != exitUsage || !strings.Contains(errOut, "--watch") {
+			t.Errorf("sync %s: exit %d, want %d naming --watch", bad, code, exitUsage)
+		}
+	}
+	if got := sw.read("run/calls") + sw.read("run/events"); got != "" {
+		t.Fatalf("a refused --watch ran commands: %q", got)
+	}
+
 	// A healthy window: the sync is done once it passed.
 	start := time.Now()
 	code, out, _ := sw.cutover("sync", "--yes", "--watch=2s", "node2")

@@ -22,7 +22,7 @@ _cutover() {
 	backup/list) words="--verify --help" ;;
 	backup/restore) words="--help" ;;
 	backup/*) words="--help list restore" ;;
-	sync/*) words="--dry-run --yes -y --help" ;;
+	sync/*) words="--dry-run --yes -y --watch --help" ;;
 	stage/*) words="--version --replace --dry-run --help" ;;
 	prune/*) words="--keep --version --dry-run --yes -y --help" ;;
 	cfgupgrade/*) words="--downgrade --dry-run --to --help" ;;
