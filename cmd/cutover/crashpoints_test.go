@@ -153,6 +153,9 @@ type sshScenario struct {
 	// the power-cut mode only, puts them and the node's trees on a file system of its own
 	// whose power the scenario's points cut.
 	views, nodeDisks bool
+	// killOnly runs the scenario in the kill mode alone: what it adds to another scenario
+	// writes nothing that the other does not write the same way.
+	killOnly bool
 	// scenario describes the scenario on a fixture with the servers (and views and disks).
 	scenario func(fix fixtureOpts) crashScenario
 }
@@ -163,6 +166,13 @@ var sshScenarios = []sshScenario{
 	// only its daemons tell a sync's source from its target.
 	{name: "sync", servers: 1, scenario: func(fix fixtureOpts) crashScenario {
 		fix.live = "1.0.0"
+		return crashScenario{fix: fix, from: "1.0.0", to: "1.0.0", kind: "sync", args: []string{"sync", "--yes", "node2"}}
+	}},
+	// A sync that watches the node after its verify ([policy] watch): killed anywhere, even in
+	// its watch, it leaves nothing pending, and running it again syncs and watches again. Its
+	// watch's facts are journaled as an upgrade's, whose watch the power cut covers.
+	{name: "sync-watch", servers: 1, killOnly: true, scenario: func(fix fixtureOpts) crashScenario {
+		fix.live, fix.watch = "1.0.0", "1s"
 		return crashScenario{fix: fix, from: "1.0.0", to: "1.0.0", kind: "sync", args: []string{"sync", "--yes", "node2"}}
 	}},
 	// The power cut of a node: node2's links and trees are on a file system of its own,
@@ -225,7 +235,7 @@ func TestCrashPoints(t *testing.T) {
 				})
 			}
 			for _, ss := range sshScenarios {
-				if ss.nodeDisks && !powerCut {
+				if ss.nodeDisks && !powerCut || ss.killOnly && powerCut {
 					continue // a node's disk is there to have its power cut
 				}
 				t.Run(prefix+ss.name, func(t *testing.T) {
