@@ -10,15 +10,39 @@ import (
 	"github.com/cutover/cutover/test/cluster"
 )
 
-// TestDiskFull fills a node's disk where a run past its point of no return writes, on one
-// three-node cluster at 1.1.0: the config directory of node3 when an upgrade copies the
-// migrated config to it, then the links' directory of node2 when a downgrade switches it. Each
-// time that node fails, named with its step; its daemons are not started (they would run a
-// version on a config it does not have); the run pends (exit 3) naming the resume; the other
-// nodes are at the target; and once the disk has room again the resume converges.
+// TestDiskFull fills a node's disk where a run writes, on one three-node cluster at 1.1.0.
+// Before the point of no return, node3's links' directory at an upgrade's switch: the run
+// rolls back (exit 1) and the cluster is as before. Past it, the config directory of node3
+// when an upgrade copies the migrated config to it, then the links' directory of node2 when a
+// downgrade switches it. Each time that node fails, named with its step; its daemons are not
+// started (they would run a version on a config it does not have); the run pends (exit 3)
+// naming the resume; the other nodes are at the target; and once the disk has room again the
+// resume converges.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	c := cluster.New(t, cluster.Options{Nodes: 3, Live: "1.1.0"})
+	ctx := context.Background()
+
+	// The switch of an upgrade, before its point of no return: the run rolls back.
+	before := snapshot(t, c)
+	h := startHeld(t, c, "switch", "upgrade", "--to=1.2.0", "--yes")
+	full, err := c.FillDisk(ctx, "node3", "/etc/demoapp")
+	if err != nil {
+		h.release(t, c)
+		t.Fatal(err)
+	}
+	res := h.release(t, c)
+	if res.ExitCode != 1 || !strings.Contains(res.Stdout+res.Stderr, "node3: switch demoapp to 1.2.0") {
+		t.Errorf("/etc/demoapp full at an upgrade's switch: exit %d, want 1 (rolled back) naming node3's switch", res.ExitCode)
+	}
+	if after := snapshot(t, c); after != before {
+		t.Errorf("/etc/demoapp full at an upgrade's switch: the cluster changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkRolledBack(t, c, "/etc/demoapp full at an upgrade's switch", "1.1.0", "1.2.0", "switch")
+	if err := full.Free(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name, stage, node, dir, step string
 		from, to                     string
@@ -30,7 +54,6 @@ func TestDiskFull(t *testing.T) {
 		{"switch of a downgrade", "switch", "node2", "/etc/demoapp", "switch", "1.2.0", "1.1.0", "1.2.0", "1.1.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			h := startHeld(t, c, tc.stage, "upgrade", "--to="+tc.to, "--yes")
 			full, err := c.FillDisk(ctx, tc.node, tc.dir)
 			if err != nil {
