@@ -87,7 +87,7 @@ type Watch struct {
 
 // WatchStates are the values the label state of cutover_watch_state takes: waiting (the run
 // has not reached its watch), watching, passed, failed, and ended-early ('cutover upgrade
-// --abort').
+// --abort', or a signal during a sync's watch).
 var WatchStates = []string{"waiting", "watching", "passed", "failed", "ended-early"}
 
 // Render writes s in the Prometheus text exposition format, every family with its HELP and
