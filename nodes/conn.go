@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"strings"
 	"sync"
 	"time"
 )
@@ -23,9 +22,8 @@ import (
 type Conn struct {
 	name    string
 	timeout time.Duration // per command
-	ssh     *sshClient    // nil for the local connection
-	fs      fileSystem
-	pool    *Pool // holds the command tag
+	tr      transport     // local or SSH
+	pool    *Pool         // holds the command tag
 
 	reapMu sync.Mutex
 	reaped map[string]bool // command tags whose earlier commands were killed through this connection
@@ -53,29 +51,22 @@ type fileSystem interface {
 // files returns the file operations of the node: the os package locally,
 // SFTP over SSH, or plain commands where the node's sshd has no SFTP
 // subsystem (found out on first use, not configured).
-func (c *Conn) files() fileSystem {
-	if c.ssh != nil && c.ssh.usesCommands() {
-		return cmdFS{c.ssh}
-	}
-	return c.fs
-}
+func (c *Conn) files() fileSystem { return c.tr.files() }
 
 // Node returns the name of the node the connection reaches.
 func (c *Conn) Node() string { return c.name }
 
 // Local reports whether the connection is the master's own, local one.
-func (c *Conn) Local() bool { return c.ssh == nil }
+func (c *Conn) Local() bool {
+	_, ok := c.tr.(localTransport)
+	return ok
+}
 
 // alive reports whether the connection can still be used.
-func (c *Conn) alive() bool { return c.ssh == nil || c.ssh.alive() }
+func (c *Conn) alive() bool { return c.tr.alive() }
 
 // close ends an SSH connection; the local one has nothing to close.
-func (c *Conn) close() error {
-	if c.ssh == nil {
-		return nil
-	}
-	return c.ssh.close()
-}
+func (c *Conn) close() error { return c.tr.close() }
 
 // Run runs argv on the node: the arguments are quoted with QuoteArgs and the
 // line is run by sh under cutover's watchdog (over SSH the login shell, which
@@ -88,11 +79,7 @@ func (c *Conn) close() error {
 // Run returns (see the package documentation), and its error satisfies
 // IsTimeout or wraps ctx's error.
 func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
-	if len(argv) == 0 {
-		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
-	}
-	line := QuoteArgs(argv)
-	return c.run(ctx, line, line, "exec "+line, nil)
+	return c.runArgv(ctx, nil, argv)
 }
 
 // RunOutput runs argv as Run does, but writes the command's standard output to out as it
@@ -100,14 +87,19 @@ func (c *Conn) Run(ctx context.Context, argv ...string) (Result, error) {
 // tree of 100,000 files). The Result's Stdout is empty. out should not fail: what it does
 // with output it cannot use, it remembers, and its caller asks it after RunOutput returns.
 func (c *Conn) RunOutput(ctx context.Context, out io.Writer, argv ...string) (Result, error) {
-	if len(argv) == 0 {
-		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
-	}
 	if out == nil {
 		out = io.Discard
 	}
+	return c.runArgv(ctx, out, argv)
+}
+
+// runArgv runs argv for Run (out nil) and RunOutput.
+func (c *Conn) runArgv(ctx context.Context, out io.Writer, argv []string) (Result, error) {
+	if len(argv) == 0 {
+		return Result{Node: c.name, ExitCode: -1}, fmt.Errorf("%s: run: no command given", c.name)
+	}
 	line := QuoteArgs(argv)
-	return c.run(ctx, line, line, "exec "+line, out)
+	return c.run(ctx, &command{line: line, shown: line, script: line, exec: true, out: out})
 }
 
 // RunShell runs script with `sh -c` on the node, with the same results and
@@ -117,96 +109,37 @@ func (c *Conn) RunOutput(ctx context.Context, out io.Writer, argv ...string) (Re
 // itself, rather than an sh started by that line: a process less per
 // command.
 func (c *Conn) RunShell(ctx context.Context, script string) (Result, error) {
-	return c.run(ctx, "sh -c "+Quote(script), script, script, nil)
+	return c.run(ctx, &command{line: "sh -c " + Quote(script), shown: script, script: script})
 }
 
-// run runs script, shell code, under the watchdog; line is the Result's
-// Command, and error messages call the command shown. A Run line is run as
-// `exec LINE`: the program takes the place of the shell the watchdog execs,
-// rather than being its child, so that the signal that kills the program
-// reaches cutover as such, and a process less waits on every node. When
+// run runs cmd under the watchdog, tagged with the pool's command tag. When
 // the pool has a command tag, what commands of that tag left running on the
 // node is killed first (once per connection and tag): over SSH by the same
 // session, ahead of the command.
-// Standard output goes to out, or, when out is nil, into the Result up to the read limit.
-func (c *Conn) run(ctx context.Context, line, shown, script string, out io.Writer) (Result, error) {
+func (c *Conn) run(ctx context.Context, cmd *command) (Result, error) {
 	tag := c.pool.commandTag()
-	if tag == "" || c.ssh == nil {
+	cmd.tag = tag
+	if tag == "" || !c.tr.reapsAhead() {
 		if err := c.reap(ctx, tag); err != nil {
-			return Result{Node: c.name, Command: line, ExitCode: -1}, err
+			return Result{Node: c.name, Command: cmd.line, ExitCode: -1}, err
 		}
-		return c.runTagged(ctx, line, shown, script, tag, false, out, true)
+		return c.exec(ctx, cmd)
 	}
 	c.reapMu.Lock()
 	if c.reaped[tag] {
 		c.reapMu.Unlock()
-		return c.runTagged(ctx, line, shown, script, tag, false, out, true)
+		return c.exec(ctx, cmd)
 	}
 	// The first command of the tag on this connection reaps ahead of itself;
 	// the lock holds back the connection's other commands of the tag until
 	// it has.
-	res, err := c.runTagged(ctx, line, shown, script, tag, true, out, true)
+	cmd.reapFirst = true
+	res, err := c.exec(ctx, cmd)
 	if res.ExitCode >= 0 {
 		c.markReaped(tag)
 	}
 	c.reapMu.Unlock()
 	return res, err
-}
-
-// runTagged runs body under the watchdog, recording it under tag when tag
-// is not empty. With reapFirst, the session first kills what commands of
-// tag left running on the node (SSH only). With useShell, an SSH command
-// runs in the connection's command shell (shell.go) when that is free.
-func (c *Conn) runTagged(ctx context.Context, line, shown, body, tag string, reapFirst bool, out io.Writer, useShell bool) (Result, error) {
-	if c.ssh == nil {
-		return c.runLocal(ctx, line, shown, body, tag, out)
-	}
-	start := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	stdout, stderr := newStdout(out), newTailBuffer(maxStderr)
-	var code int
-	var err error
-	inShell, boot, started := false, "", uint64(0)
-	// A shell that is not used, whatever the reason, leaves the command a session of its own,
-	// and so does one that ended before the command ran.
-	if sh, _ := c.shell(runCtx, useShell, tag, reapFirst); sh != nil {
-		mode, script := "sh", body
-		if argv, ok := strings.CutPrefix(body, "exec "); ok && argv == line {
-			mode, script = "exec", argv
-		}
-		code, started, err = sh.run(runCtx, mode, script, stdout.w, stderr)
-		sh.busy.Unlock()
-		inShell, boot = !errors.Is(err, errShellGone), sh.boot
-	}
-	if !inShell {
-		remote := sshLine(body, tag, c.name, c.ssh.fence)
-		if reapFirst {
-			remote = reapLine(tag, c.name, c.ssh.fence) + remote
-		}
-		code, err = c.ssh.run(runCtx, remote, stdout.w, stderr)
-	}
-	timedOut := false
-	if err != nil && runCtx.Err() != nil {
-		// The command was stopped: by the caller, or by its timeout.
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		} else {
-			err, timedOut = runCtx.Err(), true
-		}
-	}
-	outBytes, errBytes := stdout.bytes(), stderr.Bytes()
-	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: outBytes, Stderr: errBytes, Duration: time.Since(start)}
-	if err != nil {
-		res.ExitCode = -1
-	} else {
-		res.Boot, res.Start = boot, started
-	}
-	cerr := commandError(c.name, shown, res.ExitCode, errBytes, timedOut, c.timeout, err, stdout.cut())
-	if re, ok := cerr.(*runError); ok && inShell {
-		re.signal = shellSignal(re.code)
-	}
-	return res, cerr
 }
 
 // reap kills, once per connection and tag, the commands of tag that an
@@ -222,13 +155,9 @@ func (c *Conn) reap(ctx context.Context, tag string) error {
 	if c.reaped[tag] {
 		return nil
 	}
-	shown := "kill the commands of " + tag + " left running"
-	fence := ""
-	if c.ssh != nil {
-		fence = c.ssh.fence
-	}
-	reapOnly := reapLine(tag, c.name, fence) + "exit 0\n"
-	if _, err := c.runTagged(ctx, reapOnly, shown, reapOnly, "", false, nil, false); err != nil {
+	reapOnly := reapLine(tag, c.name, c.tr.fence()) + "exit 0\n"
+	cmd := &command{line: reapOnly, shown: "kill the commands of " + tag + " left running", script: reapOnly, ownSession: true}
+	if _, err := c.exec(ctx, cmd); err != nil {
 		return err
 	}
 	c.markReaped(tag)

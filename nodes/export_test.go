@@ -25,7 +25,7 @@ func SetShellBash(p *Pool, bash string) { p.shellBash = bash }
 // StartShell starts a command shell for c's node, untagged, as its first command would, closes
 // it again, and returns why it could not be used (nil when it could).
 func StartShell(ctx context.Context, c *Conn) error {
-	s, err := c.ssh.startShell(ctx, "bash", "", c.name, false)
+	s, err := sshOf(c).startShell(ctx, "bash", "", c.name, false)
 	if s != nil {
 		s.close()
 	}
@@ -34,7 +34,10 @@ func StartShell(ctx context.Context, c *Conn) error {
 
 // SetShellGoHook makes c's connection call f between its command shell's ask to run a command
 // and cutover's go, from now on.
-func SetShellGoHook(c *Conn, f func()) { c.ssh.beforeGo = f }
+func SetShellGoHook(c *Conn, f func()) { sshOf(c).beforeGo = f }
+
+// sshOf is c's SSH connection; c must not be the local one.
+func sshOf(c *Conn) *sshClient { return c.tr.(*sshTransport).c }
 
 // Alive reports whether c's connection is still usable.
 func Alive(c *Conn) bool { return c.alive() }

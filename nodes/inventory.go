@@ -271,12 +271,12 @@ func LoadInventory(ctx context.Context, master string, static []Node, nodesComma
 	if nodesCommand == "" {
 		return NewInventory(master, static)
 	}
-	sink := newStdout(nil)
-	code, stdout, stderr, timedOut, err := execLocal(ctx, nodesCommand, nodesCommandTimeout, "", "", sink, nil)
-	if err := commandError("nodes_command", nodesCommand, code, stderr, timedOut, nodesCommandTimeout, err, sink.cut()); err != nil {
+	local := &Conn{name: "nodes_command", timeout: nodesCommandTimeout, tr: localTransport{}}
+	res, err := local.exec(ctx, &command{line: nodesCommand, shown: nodesCommand, script: nodesCommand})
+	if err != nil {
 		return nil, err
 	}
-	inv, err := ParseNodeList(master, stdout)
+	inv, err := ParseNodeList(master, res.Stdout)
 	if err != nil {
 		return nil, fmt.Errorf("nodes_command %q: %w", nodesCommand, err)
 	}

@@ -16,46 +16,44 @@ import (
 	"time"
 )
 
-// execLocal runs line with sh on this host under the watchdog (see
-// watchdog.go), with the given timeout. It returns the exit code (-1 when
-// the command did not run to an exit), the bounded output, and the error
-// that stopped it, if any. A command stopped by its timeout or ctx is
-// killed with its process group before execLocal returns. When p is not nil,
-// *p is set to the command's process once it started.
-func execLocal(ctx context.Context, line string, timeout time.Duration, tag, node string, out *stdoutSink, p **localProc) (code int, stdout, stderr []byte, timedOut bool, err error) {
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	errBuf := newTailBuffer(maxStderr)
-	proc, err := startLocal(line, tag, node, nil, out.w, errBuf)
-	if err != nil {
-		return -1, nil, nil, false, err
-	}
-	if p != nil {
-		*p = proc
-	}
-	return proc.wait(ctx, runCtx, out, errBuf)
+// localTransport runs the master's commands on this host, under the watchdog (see
+// watchdog.go), and reaches its files through the os package.
+type localTransport struct {
+	node string // the node's name, in the records of tagged commands
 }
 
-// wait waits for the command to exit, or stops it when runCtx ends; see execLocal.
-func (p *localProc) wait(ctx, runCtx context.Context, out *stdoutSink, errBuf *tailBuffer) (code int, stdout, stderr []byte, timedOut bool, err error) {
-	stopped := false
+// run starts cmd with startLocal and waits for it to exit, or stops it when ctx ends: then
+// its process group is killed before run returns.
+func (t localTransport) run(ctx context.Context, cmd *command, stdout, stderr io.Writer) (outcome, error) {
+	p, err := startLocal(cmd, t.node, stdout, stderr)
+	if err != nil {
+		return outcome{code: -1}, err
+	}
 	select {
 	case <-p.exited:
 		p.finish()
-	case <-runCtx.Done():
-		stopped = true
+	case <-ctx.Done():
 		p.stop()
+		return outcome{code: -1}, ctx.Err()
 	}
-	stdout, stderr = out.bytes(), errBuf.Bytes()
-	switch {
-	case stopped && ctx.Err() != nil:
-		return -1, stdout, stderr, false, ctx.Err()
-	case stopped:
-		return -1, stdout, stderr, true, runCtx.Err()
+	code, err := p.result()
+	o := outcome{code: code}
+	if p.start > 0 && code >= 0 && cmd.input == nil {
+		o.boot, o.start = LocalBoot(), p.start
 	}
-	code, err = p.result()
-	return code, stdout, stderr, false, err
+	return o, err
 }
+
+// reapsAhead is false: the master's reap is a command of its own.
+func (localTransport) reapsAhead() bool { return false }
+
+// shell returns nil: the master's commands have no command shell.
+func (localTransport) shell(context.Context, string, bool) (*remoteShell, error) { return nil, nil }
+
+func (localTransport) fence() string     { return "" }
+func (localTransport) files() fileSystem { return localFS{} }
+func (localTransport) alive() bool       { return true }
+func (localTransport) close() error      { return nil }
 
 // result is the exit code of a command that exited by itself, or the error of one that a
 // signal killed or that could not be waited for.
@@ -103,12 +101,14 @@ type localProc struct {
 	start uint64
 }
 
-// startLocal starts line under the watchdog: sh in a process group of its
-// own, killed by the kernel when cutover dies (Pdeathsig), with a watcher
-// reading a pipe that cutover holds. Output is copied to stdout and stderr.
-// With input (RunInput), the command reads input as its standard input, and
-// the watcher's pipe is its descriptor 3 ("input" mode).
-func startLocal(line, tag, node string, input io.Reader, stdout, stderr io.Writer) (*localProc, error) {
+// startLocal starts cmd under the watchdog, recorded under cmd's tag for node:
+// sh in a process group of its own, killed by the kernel when cutover dies
+// (Pdeathsig), with a watcher reading a pipe that cutover holds. Output is
+// copied to stdout and stderr. With input (RunInput), the command reads input
+// as its standard input, and the watcher's pipe is its descriptor 3 ("input"
+// mode).
+func startLocal(cmd *command, node string, stdout, stderr io.Writer) (*localProc, error) {
+	input := cmd.input
 	// Pipes: the watcher's, standard output, standard error, and with input
 	// the command's standard input. Each pair is the read end, then the write end.
 	n := 3
@@ -131,19 +131,19 @@ func startLocal(line, tag, node string, input io.Reader, stdout, stderr io.Write
 		pipes = append(pipes, [2]*os.File{r, w})
 	}
 	mode := "local"
-	cmd := exec.Command("/bin/sh")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	sh := exec.Command("/bin/sh")
+	sh.Stdin, sh.Stdout, sh.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
 	if input != nil {
 		// The command's standard input is a pipe of its own, which a goroutine
 		// fills from input: nothing waits for that copy once the command
 		// exited, since input may block in a read that no one ends.
 		mode = "input"
-		cmd.Stdin, cmd.ExtraFiles = pipes[3][0], []*os.File{pipes[0][0]}
+		sh.Stdin, sh.ExtraFiles = pipes[3][0], []*os.File{pipes[0][0]}
 	}
-	cmd.Args = append(cmd.Args, watchdogArgs(mode, line, tag, node, "")...)
-	cmd.Env = LocalEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &localProc{cmd: cmd, stdin: pipes[0][1], exited: make(chan struct{}), output: make(chan struct{}),
+	sh.Args = append(sh.Args, watchdogArgs(mode, cmd.shellCode(), cmd.tag, node, "")...)
+	sh.Env = LocalEnv()
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &localProc{cmd: sh, stdin: pipes[0][1], exited: make(chan struct{}), output: make(chan struct{}),
 		readers: []*os.File{pipes[1][0], pipes[2][0]}, inputErr: make(chan error, 1)}
 
 	// Pdeathsig fires when the thread that started the process exits, not
@@ -153,13 +153,13 @@ func startLocal(line, tag, node string, input io.Reader, stdout, stderr io.Write
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
+		if err := sh.Start(); err != nil {
 			started <- err
 			return
 		}
-		p.start = procStart(cmd.Process.Pid)
+		p.start = procStart(sh.Process.Pid)
 		started <- nil
-		p.waitErr = cmd.Wait()
+		p.waitErr = sh.Wait()
 		close(p.exited)
 	}()
 	err := <-started
@@ -250,37 +250,6 @@ func (p *localProc) closeOutput(grace time.Duration) {
 		r.Close()
 	}
 	<-p.output
-}
-
-// runLocal runs body locally and fills a Result whose Command is line; see
-// Conn.Run.
-func (c *Conn) runLocal(ctx context.Context, line, shown, body, tag string, out io.Writer) (Result, error) {
-	start := time.Now()
-	sink := newStdout(out)
-	var p *localProc
-	code, stdout, stderr, timedOut, err := execLocal(ctx, body, c.timeout, tag, c.name, sink, &p)
-	res := Result{Node: c.name, Command: line, ExitCode: code, Stdout: stdout, Stderr: stderr, Duration: time.Since(start)}
-	if p != nil && p.start > 0 && code >= 0 {
-		res.Boot, res.Start = LocalBoot(), p.start
-	}
-	return res, commandError(c.name, shown, code, stderr, timedOut, c.timeout, err, sink.cut())
-}
-
-// commandError builds the error for a finished command: nil for exit 0, unless its standard
-// output passed the read limit (cut > 0, the limit): then the output kept is not all the
-// command printed, and the error says so.
-func commandError(node, shown string, code int, stderr []byte, timedOut bool, timeout time.Duration, err error, cut int) error {
-	if err == nil && code == 0 && cut == 0 {
-		return nil
-	}
-	re := &runError{node: node, command: shown, code: code, tail: stderrTail(stderr), err: err, cut: cut}
-	if timedOut {
-		re.timeout = timeout
-	}
-	if err != nil {
-		re.code = -1
-	}
-	return re
 }
 
 // localPath is the PATH of the commands run on the master: the one Debian's sshd gives root,

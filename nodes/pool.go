@@ -105,7 +105,7 @@ func NewPool(inv *Inventory, cfg SSHConfig) (*Pool, error) {
 	for _, n := range inv.Nodes {
 		s := &slot{dialing: make(chan struct{}, 1)}
 		if n.Name == inv.Master {
-			s.conn = &Conn{name: n.Name, timeout: p.cfg.CommandTimeout, fs: localFS{}, pool: p}
+			s.conn = &Conn{name: n.Name, timeout: p.cfg.CommandTimeout, tr: localTransport{node: n.Name}, pool: p}
 		} else {
 			needSSH = true
 		}
@@ -262,7 +262,7 @@ func (p *Pool) Conn(ctx context.Context, name string) (*Conn, error) {
 	if err != nil {
 		return nil, unreachable(ctx, n, err)
 	}
-	c := &Conn{name: name, timeout: p.cfg.CommandTimeout, ssh: sc, fs: remoteFS{sc}, pool: p}
+	c := &Conn{name: name, timeout: p.cfg.CommandTimeout, tr: &sshTransport{c: sc, node: name, pool: p}, pool: p}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

@@ -90,17 +90,17 @@ func TestRunErrorMessages(t *testing.T) {
 		exited   bool
 		timedOut bool
 	}{
-		{name: "exit", err: commandError("node2", "demoapp daemons stop", 1, []byte("daemon busy\n"), false, 0, nil, 0),
+		{name: "exit", err: ended{node: "node2", command: "demoapp daemons stop", code: 1, stderr: []byte("daemon busy\n")}.error(),
 			want: `node2: run "demoapp daemons stop": exit 1: daemon busy`, code: 1, exited: true},
-		{name: "exit without stderr", err: commandError("node2", "false", 1, nil, false, 0, nil, 0),
+		{name: "exit without stderr", err: ended{node: "node2", command: "false", code: 1}.error(),
 			want: `node2: run "false": exit 1`, code: 1, exited: true},
-		{name: "timeout", err: commandError("node3", "sleep 900", -1, nil, true, 10*time.Minute, errors.New("context deadline exceeded"), 0),
+		{name: "timeout", err: ended{node: "node3", command: "sleep 900", code: -1, timeout: 10 * time.Minute, err: errors.New("context deadline exceeded")}.error(),
 			want: `node3: run "sleep 900": timed out after 10m0s`, code: -1, timedOut: true},
-		{name: "transport", err: commandError("node4", "true", -1, nil, false, 0, errors.New("connection to 10.0.0.14:22 lost: EOF"), 0),
+		{name: "transport", err: ended{node: "node4", command: "true", code: -1, err: errors.New("connection to 10.0.0.14:22 lost: EOF")}.error(),
 			want: `node4: run "true": connection to 10.0.0.14:22 lost: EOF`, code: -1},
-		{name: "output cut", err: commandError("node2", "find /", 0, nil, false, 0, nil, maxStdout),
+		{name: "output cut", err: ended{node: "node2", command: "find /", code: 0, cut: maxStdout}.error(),
 			want: `node2: run "find /": its standard output passed cutover's read limit of 4194304 bytes: the output is not used`, code: 0, exited: true},
-		{name: "exit and output cut", err: commandError("node2", "find /", 1, []byte("find: denied\n"), false, 0, nil, maxStdout),
+		{name: "exit and output cut", err: ended{node: "node2", command: "find /", code: 1, stderr: []byte("find: denied\n"), cut: maxStdout}.error(),
 			want: `node2: run "find /": exit 1; its standard output passed cutover's read limit of 4194304 bytes: the output is not used: find: denied`, code: 1, exited: true},
 		{name: "not a run error", err: errors.New("other"), want: "other", code: -1},
 	}
@@ -115,8 +115,8 @@ func TestRunErrorMessages(t *testing.T) {
 			t.Errorf("%s: IsTimeout = %v, want %v", tt.name, got, tt.timedOut)
 		}
 	}
-	if err := commandError("n", "true", 0, []byte("noise"), false, 0, nil, 0); err != nil {
-		t.Errorf("commandError for exit 0 = %v, want nil", err)
+	if err := (ended{node: "n", command: "true", code: 0, stderr: []byte("noise")}).error(); err != nil {
+		t.Errorf("ended.error for exit 0 = %v, want nil", err)
 	}
 }
 

@@ -465,11 +465,12 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 		return nil, c.deadErr
 	}
 	release := func() { <-c.sessions }
-	ch, reqs, err := c.openSession(ctx)
+	ses, err := c.openSession(ctx)
 	if err != nil {
 		release()
 		return nil, err
 	}
+	ch, reqs := ses.ch, ses.reqs
 	s := &remoteShell{c: c, tag: tag, ch: ch, out: &framer{}, errs: &framer{}, ended: make(chan struct{}), status: -1, release: release}
 	s.out.broke, s.errs.broke = s.close, s.close
 	boot := &bootSink{over: make(chan struct{})}
@@ -843,24 +844,7 @@ func (f *framer) scan() {
 	f.buf = f.buf[:0]
 }
 
-// shell returns the connection's command shell for tag, held busy for the caller, starting it
-// (after the reap of tag's leftovers when reap is set) where there is none yet, it serves
-// another tag, or reap is asked for; nil when the command is to have a session of its own: use
-// is false, the connection is local, the shell is busy with another command, or the node cannot
-// run one. The error says why a shell that was started is not used (a *shellRefused, a
-// transport error); nil otherwise.
-func (c *Conn) shell(ctx context.Context, use bool, tag string, reap bool) (*remoteShell, error) {
-	if !use || c.ssh == nil || c.ssh.noShell.Load() || c.pool.noShell {
-		return nil, nil
-	}
-	bash := "bash"
-	if c.pool.shellBash != "" {
-		bash = c.pool.shellBash
-	}
-	return c.ssh.acquireShell(ctx, bash, tag, c.name, reap)
-}
-
-// acquireShell is Conn.shell for the connection. A shell that fails to start, for any reason
+// acquireShell is sshTransport.shell for the connection. A shell that fails to start, for any reason
 // but ctx, is not tried again on the connection: its commands have sessions of their own.
 func (c *sshClient) acquireShell(ctx context.Context, bash, tag, node string, reap bool) (*remoteShell, error) {
 	c.shellMu.Lock()
@@ -901,7 +885,7 @@ func (c *sshClient) acquireShell(ctx context.Context, bash, tag, node string, re
 // identity, or a broken frame) is returned, naming the node, for the caller to report.
 func (c *Conn) Prepare(ctx context.Context) error {
 	tag := c.pool.commandTag()
-	if c.ssh == nil || tag == "" {
+	if tag == "" || !c.tr.reapsAhead() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -909,7 +893,7 @@ func (c *Conn) Prepare(ctx context.Context) error {
 	c.reapMu.Lock()
 	defer c.reapMu.Unlock()
 	reap := !c.reaped[tag]
-	sh, err := c.shell(ctx, true, tag, reap)
+	sh, err := c.tr.shell(ctx, tag, reap)
 	if sh != nil {
 		sh.busy.Unlock()
 		if reap {

@@ -308,11 +308,12 @@ func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writ
 	started, abandoned := false, false
 	go func() {
 		defer func() { <-c.sessions }()
-		ch, reqs, err := c.openSession(ctx)
+		ses, err := c.openSession(ctx)
 		if err != nil {
 			done <- execResult{-1, err}
 			return
 		}
+		ch := ses.ch
 		defer ch.Close()
 		mu.Lock()
 		if abandoned {
@@ -322,7 +323,7 @@ func (c *sshClient) run(ctx context.Context, line string, stdout, stderr io.Writ
 		}
 		session = ch
 		mu.Unlock()
-		done <- c.exec(ch, reqs, line, stdout, stderr, func() {
+		done <- c.exec(ses, line, stdout, stderr, func() {
 			mu.Lock()
 			started = true
 			mu.Unlock()
@@ -370,35 +371,42 @@ type execResult struct {
 	err  error
 }
 
+// session is an open session channel and its requests.
+type session struct {
+	ch   ssh.Channel
+	reqs <-chan *ssh.Request
+}
+
 // openSession opens a session channel. sshd refuses sessions beyond its
 // MaxSessions, and frees a finished session's slot a moment after the client
 // sees it end, so a refused open is retried for a short while.
-func (c *sshClient) openSession(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, error) {
+func (c *sshClient) openSession(ctx context.Context) (session, error) {
 	delay := 5 * time.Millisecond
 	for deadline := time.Now().Add(sessionRetry); ; delay *= 2 {
 		ch, reqs, err := c.client.OpenChannel("session", nil)
 		if err == nil {
-			return ch, reqs, nil
+			return session{ch, reqs}, nil
 		}
 		var oe *ssh.OpenChannelError
 		if !errors.As(err, &oe) || oe.Reason != ssh.ConnectionFailed || time.Now().After(deadline) {
-			return nil, nil, c.transportError("open session", err)
+			return session{}, c.transportError("open session", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return session{}, ctx.Err()
 		case <-c.dead:
-			return nil, nil, c.deadErr
+			return session{}, c.deadErr
 		case <-time.After(min(delay, 200*time.Millisecond)):
 		}
 	}
 }
 
-// exec runs line on an open session channel, calls started once the server
+// exec runs line on an open session, calls started once the server
 // has accepted it, and waits for its exit status and output. Once the
 // command has exited, output still held open by processes it left behind is
 // waited for only outputGrace, as locally. The channel's input is left open.
-func (c *sshClient) exec(ch ssh.Channel, reqs <-chan *ssh.Request, line string, stdout, stderr io.Writer, started func()) execResult {
+func (c *sshClient) exec(ses session, line string, stdout, stderr io.Writer, started func()) execResult {
+	ch, reqs := ses.ch, ses.reqs
 	exited := make(chan execResult, 1)
 	closed := make(chan struct{})
 	go func() {
@@ -599,14 +607,15 @@ func (c *sshClient) runInput(ctx context.Context, line string, input io.Reader, 
 		return -1, c.deadErr
 	}
 	defer func() { <-c.sessions }()
-	ch, reqs, err := c.openSession(ctx)
+	ses, err := c.openSession(ctx)
 	if err != nil {
 		return -1, err
 	}
+	ch := ses.ch
 	defer ch.Close()
 	done := make(chan execResult, 1)
 	go func() {
-		done <- c.exec(ch, reqs, line, stdout, stderr, func() {
+		done <- c.exec(ses, line, stdout, stderr, func() {
 			go func() {
 				if _, err := io.Copy(ch, input); err != nil {
 					ch.Close()

@@ -69,7 +69,7 @@ func TestWatcherNeverKillsAReusedGroup(t *testing.T) {
 		t.Skipf("cannot place a process at a chosen pid: %v", err)
 	}
 	for round := 0; round < 3; round++ {
-		p, err := startLocal("exit 0", "", "local", nil, io.Discard, io.Discard)
+		p, err := startLocal(&command{script: "exit 0"}, "local", io.Discard, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
