@@ -31,15 +31,24 @@ func openTrustedBy(kind, name string, private bool, limit int64, owners []uint32
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
-	if err := checkTrusted(f, kind, name, private, limit, owners); err != nil {
+	if err := (trustRule{kind: kind, private: private, limit: limit, owners: owners}).check(f, name); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
-// checkTrusted checks an open file for openTrusted.
-func checkTrusted(f *os.File, kind, name string, private bool, limit int64, owners []uint32) error {
+// trustRule is what openTrustedBy requires of a file.
+type trustRule struct {
+	kind    string   // what the file is, for error messages
+	private bool     // group and others may not even read it
+	limit   int64    // its largest size
+	owners  []uint32 // the uids it may belong to besides root and cutover's own
+}
+
+// check checks the open file f, called name, for openTrustedBy.
+func (r trustRule) check(f *os.File, name string) error {
+	kind, private, limit, owners := r.kind, r.private, r.limit, r.owners
 	info, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", kind, name, err)
