@@ -16,16 +16,21 @@ import (
 	"github.com/cutover/cutover/nodes/sshdtest"
 )
 
-// transports returns a local connection and an SSH connection, each given
-// cfg changes by edit, so one test checks both behave the same.
+// transports returns a local connection, an SSH connection and an SSH connection with a
+// session per command, as on a node without bash (the watchdog tests' transports of the test
+// login), each given cfg changes by edit, so one test checks they all behave the same.
 func transports(t *testing.T, edit func(*nodes.SSHConfig)) []*nodes.Conn {
 	t.Helper()
 	c := sshdtest.Start(t, 1)
-	p := newPool(t, c, edit)
-	// The same node with a session per command, as on a node without bash.
-	plain := newPool(t, c, edit)
-	nodes.NoCommandShell(plain)
-	return []*nodes.Conn{conn(t, p, localMaster), conn(t, p, "node1"), conn(t, plain, "node1")}
+	var conns []*nodes.Conn
+	for _, tr := range []watchdogTransport{
+		{name: "local", cluster: c, node: localMaster},
+		{name: "ssh", cluster: c, node: "node1"},
+		{name: "ssh-session", cluster: c, node: "node1", plain: true},
+	} {
+		conns = append(conns, conn(t, tr.pool(t, edit), tr.node))
+	}
+	return conns
 }
 
 // transportName names how c runs commands: "local", "ssh" (in the connection's command shell)
@@ -40,12 +45,16 @@ func transportName(c *nodes.Conn) string {
 	return "ssh"
 }
 
+// TestRun runs the same command cases, of every way to run one (Run, RunShell, RunOutput and
+// RunInput), over every transport.
 func TestRun(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		argv       []string // Run when set
+		argv       []string // Run when set, or RunOutput or RunInput
 		script     string   // RunShell otherwise
+		output     bool     // RunOutput: the standard output streamed, none kept
+		input      *string  // RunInput with this standard input
 		wantCode   int
 		wantStdout string
 		wantStderr string // suffix of Stderr
@@ -69,6 +78,13 @@ func TestRun(t *testing.T) {
 		{name: "stdout at the limit", script: "head -c 4194304 /dev/zero", wantStdout: strings.Repeat("\x00", 4<<20)},
 		{name: "stderr keeps the end", script: "head -c 100000 /dev/zero | tr '\\000' x >&2; echo END >&2",
 			wantStderr: strings.Repeat("x", 64<<10-4) + "END\n"},
+		{name: "output streamed", argv: []string{"printf", "%s|", "a b", "it's"}, output: true, wantStdout: "a b|it's|"},
+		{name: "output of a failing command", argv: []string{"sh", "-c", "echo out; echo err >&2; exit 2"}, output: true,
+			wantCode: 2, wantStdout: "out\n", wantStderr: "err\n", wantErr: `run "sh -c 'echo out; echo err >&2; exit 2'": exit 2: err`},
+		{name: "input read", argv: []string{"cat"}, input: ptr("line one\nline two\n"), wantStdout: "line one\nline two\n"},
+		{name: "input empty", argv: []string{"sh", "-c", "cat; echo read"}, input: ptr(""), wantStdout: "read\n"},
+		{name: "input and exit code", argv: []string{"sh", "-c", "cat >/dev/null; echo err >&2; exit 4"}, input: ptr("x"),
+			wantCode: 4, wantStderr: "err\n", wantErr: `run "sh -c 'cat >/dev/null; echo err >&2; exit 4'": exit 4: err`},
 	}
 	for _, c := range transports(t, nil) {
 		for _, tt := range tests {
@@ -76,9 +92,19 @@ func TestRun(t *testing.T) {
 				t.Parallel()
 				var res nodes.Result
 				var err error
-				if tt.argv != nil {
+				var streamed bytes.Buffer
+				switch {
+				case tt.output:
+					res, err = c.RunOutput(context.Background(), &streamed, tt.argv...)
+					if len(res.Stdout) != 0 {
+						t.Errorf("RunOutput kept %d bytes of standard output, want none", len(res.Stdout))
+					}
+					res.Stdout = streamed.Bytes()
+				case tt.input != nil:
+					res, err = c.RunInput(context.Background(), strings.NewReader(*tt.input), tt.argv...)
+				case tt.argv != nil:
 					res, err = c.Run(context.Background(), tt.argv...)
-				} else {
+				default:
 					res, err = c.RunShell(context.Background(), tt.script)
 				}
 				if res.ExitCode != tt.wantCode {
@@ -142,6 +168,9 @@ func TestRunOutput(t *testing.T) {
 	}
 }
 
+// ptr returns a pointer to s.
+func ptr(s string) *string { return &s }
+
 // countWriter counts what is written to it.
 type countWriter struct{ n int }
 
@@ -170,6 +199,10 @@ func TestRunCommandLine(t *testing.T) {
 			}
 			if _, err := c.Run(context.Background()); err == nil {
 				t.Error("Run() with no argv: err = nil, want an error")
+			}
+			// A nil input is an empty one.
+			if res, err := c.RunInput(context.Background(), nil, "sh", "-c", "cat; echo read"); err != nil || string(res.Stdout) != "read\n" {
+				t.Errorf("RunInput with a nil input = %q, %v; want \"read\\n\", nil", res.Stdout, err)
 			}
 		})
 	}
