@@ -100,6 +100,10 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StagingOptions) 
 	defer src.close()
 	job := &stagingJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace, src: src,
 		states: map[string][2]treeState{}, sent: map[string][2]*staging.Sent{}, already: map[string]bool{}, replacing: map[string]bool{}}
+	// The nodes are dialed while the source is read.
+	ahead, stopDials := dialAhead(ctx, r.dial, r.Online, cfg.SSH.Parallel)
+	defer stopDials()
+	r.dial = ahead
 	trees, err := src.read()
 	if err != nil {
 		return nil, err
