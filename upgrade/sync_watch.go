@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A sync watches the nodes it synced as an upgrade watches the cluster ([policy] watch,
@@ -20,7 +23,15 @@ import (
 // signalled is why a signal ended a stage that leaves on one (the cause of its context).
 type signalled struct{ sig os.Signal }
 
-func (s *signalled) Error() string { return "received " + s.sig.String() }
+func (s *signalled) Error() string { return "received " + s.name() }
+
+// name is the signal's name as operators know it: SIGINT, SIGTERM.
+func (s *signalled) name() string {
+	if n, ok := s.sig.(syscall.Signal); ok && unix.SignalName(n) != "" {
+		return unix.SignalName(n)
+	}
+	return s.sig.String()
+}
 
 // endSyncWatchEarly ends the watch of a sync that a signal interrupted: the round's end is
 // journaled as ended early, with the signal and how far the window got, and the stage fails.
@@ -28,7 +39,7 @@ func (r *Run) endSyncWatchEarly(ctx context.Context, round int) error {
 	by := "a signal"
 	var sig *signalled
 	if errors.As(context.Cause(ctx), &sig) {
-		by = sig.sig.String()
+		by = sig.name()
 	}
 	ctx = context.WithoutCancel(ctx) // the end is journaled whatever ended the stage
 	how := fmt.Sprintf("%s: by %s at %s", watchEndedEarly, by, time.Now().UTC().Format(time.RFC3339))

@@ -146,7 +146,7 @@ func TestSyncWatchLeft(t *testing.T) {
 		t.Fatalf("sync = %v, want a failure past the point of no return (exit 3) that leaves nothing pending", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"the watch of sync run 1 of node2 was not completed: it ended early by interrupt",
+	for _, want := range []string{"the watch of sync run 1 of node2 was not completed: it ended early by SIGINT",
 		"checks passed", "of 1h0m0s left", "nothing is pending", "run 'cutover sync node2' again to watch them again"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
@@ -160,7 +160,7 @@ func TestSyncWatchLeft(t *testing.T) {
 	jr, state := syncWatchRun(t, sc)
 	st := watchStatusOf(jr.Facts)
 	if jr.Outcome != journal.FailedPastPONR || state != journal.Failed || st == nil || st.State != watchEndedEarly ||
-		!strings.HasPrefix(jr.Facts["watch.1.end"], "ended-early: by interrupt at ") || st.Checks < 1 {
+		!strings.HasPrefix(jr.Facts["watch.1.end"], "ended-early: by SIGINT at ") || st.Checks < 1 {
 		t.Errorf("journal: run %s, watch %s, end %q, status %+v; want the run ended, its watch ended early after a check", jr.Outcome, state, jr.Facts["watch.1.end"], st)
 	}
 	if got := sc.links("node2"); got != at110 {

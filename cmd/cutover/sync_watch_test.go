@@ -216,13 +216,13 @@ func TestSyncWatch(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the check's fact is journaled
 	_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
 	res := <-ended
-	if res.code != exitPastPONR || !strings.Contains(res.errOut, "the watch of sync run 4 of node2 was not completed: it ended early by interrupt") ||
+	if res.code != exitPastPONR || !strings.Contains(res.errOut, "the watch of sync run 4 of node2 was not completed: it ended early by SIGINT") ||
 		!strings.Contains(res.errOut, "run 'cutover sync node2' again to watch them again") ||
 		strings.Contains(res.errOut+res.out, "--resume") || strings.Contains(res.errOut+res.out, "--abort") {
 		t.Fatalf("Ctrl-C: exit %d, want %d saying the watch was not completed and to sync again, no resume or abort", res.code, exitPastPONR)
 	}
-	sw.wantSynced(journal.FailedPastPONR, "ended-early: by interrupt at ")
-	if code, out, _ := sw.cutover("status", "--no-verify"); code != exitOK || !strings.Contains(out, "pending: none; last run 4, sync") || !strings.Contains(out, "  watch: ended-early: by interrupt") {
+	sw.wantSynced(journal.FailedPastPONR, "ended-early: by SIGINT at ")
+	if code, out, _ := sw.cutover("status", "--no-verify"); code != exitOK || !strings.Contains(out, "pending: none; last run 4, sync") || !strings.Contains(out, "  watch: ended-early: by SIGINT") {
 		t.Errorf("status: exit %d, want nothing pending and the sync's watch ended early\n%s", code, out)
 	}
 	if code, out, _ := sw.cutover("--output", "json", "journal", "4"); code != exitOK || !strings.Contains(out, `"state": "ended-early"`) {
