@@ -35,6 +35,9 @@ func (r remoteFS) do(op, name string, f func(cl *sftp.Client) error) error {
 		cl, err := r.c.sftpClient()
 		if err == nil {
 			err = f(cl)
+			if err != nil && roomOps[op] {
+				err = withRoom(cl, name, err)
+			}
 		}
 		done <- outcome{cl, err}
 	}()
@@ -53,6 +56,26 @@ func (r remoteFS) do(op, name string, f func(cl *sftp.Client) error) error {
 		return nil
 	}
 	return &fs.PathError{Op: op, Path: name, Err: r.cause(err)}
+}
+
+// roomOps are the operations that need room on the node's file system.
+var roomOps = map[string]bool{"write": true, "symlink": true, "rename": true, "mkdir": true}
+
+// withRoom adds to SFTP's generic failure of an operation on name what room the file system
+// holding name's directory has left, as df and df -i would show it: SFTP, as OpenSSH speaks
+// it, says "Failure" for a full disk, which alone does not say why. Any other error, or a
+// server without the statvfs@openssh.com extension, leaves err as it is.
+func withRoom(cl *sftp.Client, name string, err error) error {
+	var se *sftp.StatusError
+	if !errors.As(err, &se) || se.FxCode() != sftp.ErrSSHFxFailure {
+		return err
+	}
+	dir := path.Dir(name)
+	st, serr := cl.StatVFS(dir)
+	if serr != nil {
+		return err
+	}
+	return fmt.Errorf("%w; the file system of %s has %d bytes available and %d inodes free", err, dir, st.Bavail*st.Frsize, st.Ffree)
 }
 
 // errSFTPHung marks an SFTP operation that went unanswered.

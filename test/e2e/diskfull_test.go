@@ -68,6 +68,9 @@ func TestDiskFull(t *testing.T) {
 			if want := tc.node + ": its daemons were not started: its " + tc.step + " failed"; !strings.Contains(out, want) {
 				t.Errorf("%s full at %s: the output does not say %q", tc.dir, tc.stage, want)
 			}
+			if want := "the file system of " + tc.dir + " has 0 bytes available and 0 inodes free"; !strings.Contains(out, want) {
+				t.Errorf("%s full at %s: the output does not say %q", tc.dir, tc.stage, want)
+			}
 			st := stateOf(t, c, tc.node)
 			if st.Daemon == "running "+tc.to || st.Daemon == "running "+tc.from {
 				t.Errorf("%s: daemon %q after its %s failed, want not running", tc.node, st.Daemon, tc.step)
