@@ -94,14 +94,33 @@ func (s *stagingSource) readAgain() ([]*staging.Tree, error) {
 	return trees, nil
 }
 
-// unpack unpacks the archive into a private directory and reads the trees there.
+// unpack reads the archive's trees into streams of the state directory (staging.UnpackTrees)
+// or, where they do not fit, unpacks them into a private directory and reads them there.
 func (s *stagingSource) unpack() ([]*staging.Tree, error) {
+	if err := journal.MkdirAllDurable(s.stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	trees, archive, err := staging.UnpackTrees(s.path, s.stateDir, s.names, s.policy)
+	switch {
+	case err == nil:
+		s.cleanup = append(s.cleanup, func() {
+			for _, t := range trees {
+				t.Close()
+			}
+		})
+		archive.Keep(trees, s.names, s.policy)
+		s.keep(trees, archive)
+		return trees, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, badInput(fmt.Errorf("stage: %s must hold %s and %s: %w", s.path, s.names[0], s.names[1], err))
+	case !staging.IsNoRoom(err):
+		return nil, badInput(fmt.Errorf("stage: %s: %w", s.path, err))
+	}
 	dir, archive, err := s.unpackArchive()
 	if err != nil {
 		return nil, badInput(fmt.Errorf("stage: %w", err))
 	}
-	trees, err := s.readDir(dir, archive.Written())
-	if err != nil {
+	if trees, err = s.readDir(dir, archive.Written()); err != nil {
 		return nil, err
 	}
 	archive.Keep(trees, s.names, s.policy)

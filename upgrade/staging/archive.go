@@ -112,7 +112,7 @@ func (s *Stamps) ArchiveTrees(path string, names []string, p Policy) ([]*Tree, *
 
 // Unread reports whether the tree was not read from a directory but taken from the stamps
 // of an unchanged archive (Stamps.ArchiveTrees): it cannot be sent.
-func (t *Tree) Unread() bool { return t.base == "" }
+func (t *Tree) Unread() bool { return t.base == "" && t.offsets == nil }
 
 // regularID returns the identity of the open file f, which must be a regular file.
 func regularID(f *os.File) (fileID, error) {

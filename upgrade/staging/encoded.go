@@ -33,6 +33,9 @@ type encoded struct {
 // dir's file system available, a file of the tree changed since ReadTree) leaves t as it
 // was: Send then encodes for each node, and reports a changed file itself.
 func (t *Tree) Encode(dir string) (release func(), err error) {
+	if t.offsets != nil {
+		return func() {}, nil // UnpackTrees wrote the stream, and Close releases it
+	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return nil, fmt.Errorf("free space in %s: %w", dir, err)

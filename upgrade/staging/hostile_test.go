@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -291,6 +292,14 @@ func TestUnpackHostile(t *testing.T) {
 			if left, _ := os.ReadDir(s.into); len(left) > 0 {
 				t.Errorf("a refused archive left %d entries in the staging directory: nothing is written before every entry is checked", len(left))
 			}
+			// Read into streams rather than files, it is refused all the same.
+			// (Where the streams do not fit, a stage unpacks the archive instead.)
+			if _, _, err := staging.UnpackTrees(src, s.into, hostileTrees, policy); err == nil || !strings.Contains(err.Error(), tt.want) && !staging.IsNoRoom(err) {
+				t.Errorf("UnpackTrees() = %v; want an error with %q", err, tt.want)
+			}
+			if after := upgradetest.TreeSum(t, s.into, s.root); after != before {
+				t.Error("UnpackTrees changed the sandbox")
+			}
 		})
 	}
 }
@@ -362,6 +371,41 @@ func TestUnpackAllowed(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(s.into, lib, "usr/sbin/helper2")); string(data) != "#!/bin/sh\n" {
 		t.Errorf("the hard link was extracted as %q, want a copy of the file it names", data)
 	}
+
+	// Read into streams rather than files, the archive gives the same trees, and each
+	// stream, extracted, the same files.
+	streamed, _, err := staging.UnpackTrees(src, t.TempDir(), hostileTrees, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range streamed {
+		defer tr.Close()
+		if !tr.Equal(trees[i]) || tr.Bytes != trees[i].Bytes || tr.Unread() {
+			t.Errorf("UnpackTrees: %s = %+v, want %+v as unpacked", hostileTrees[i], tr.Entries, trees[i].Entries)
+		}
+		into := t.TempDir()
+		var stream bytes.Buffer
+		if _, err := staging.WriteTar(&stream, tr); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runWithInput(&stream, "tar", "-x", "-p", "-f", "-", "-C", into); err != nil {
+			t.Fatalf("tar: %v: %s", err, out)
+		}
+		if err := os.Chmod(into, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := staging.ReadTreeAt(into, ".", p)
+		if err != nil || !got.Equal(trees[i]) {
+			t.Errorf("the stream of %s extracted: %v, %+v; want the unpacked tree", hostileTrees[i], err, got)
+		}
+	}
+}
+
+// runWithInput runs argv with in as its standard input and returns its combined output.
+func runWithInput(in io.Reader, argv ...string) ([]byte, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = in
+	return cmd.CombinedOutput()
 }
 
 // TestReadTreeHostile reads directory sources that are not what they seem: each is refused

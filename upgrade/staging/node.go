@@ -420,36 +420,27 @@ func writeTar(w io.Writer, t *Tree, entries []Entry, progress Progress) (int64, 
 	tw := tar.NewWriter(w)
 	now := time.Now().Truncate(time.Second)
 	for _, e := range entries {
-		h := &tar.Header{Name: "./" + e.Name, Mode: tarMode(e.Mode), Format: tar.FormatPAX, ModTime: now}
-		switch e.Kind {
-		case 'd':
-			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
-		case 'l':
-			h.Typeflag, h.Linkname = tar.TypeSymlink, e.Target
-		case 'f':
-			h.Typeflag, h.Size, h.ModTime = tar.TypeReg, e.Size, time.Unix(0, e.MTime)
-		case 'p':
-			h.Typeflag = tar.TypeFifo
-		case 'c', 'b':
-			h.Typeflag, h.Devmajor, h.Devminor = tar.TypeChar, int64(unix.Major(e.Dev)), int64(unix.Minor(e.Dev))
-			if e.Kind == 'b' {
-				h.Typeflag = tar.TypeBlock
-			}
-		}
-		if err := tw.WriteHeader(h); err != nil {
+		if err := tw.WriteHeader(headerOf(e, now)); err != nil {
 			return sent, err
 		}
 		if e.Kind != 'f' {
 			continue
 		}
-		if files == nil {
-			var err error
+		var err error
+		switch {
+		case t.offsets != nil:
+			// A tree UnpackTrees wrote: its files are in its stream.
+			err = t.copyEncoded(tw, e)
+		case files == nil:
 			if files, err = t.openFiles(); err != nil {
 				return sent, err
 			}
 			defer files.close()
+			fallthrough
+		default:
+			err = files.copy(tw, e)
 		}
-		if err := files.copy(tw, e); err != nil {
+		if err != nil {
 			return sent, fmt.Errorf("%s: %w", path.Join(t.name, e.Name), err)
 		}
 		sent += e.Size

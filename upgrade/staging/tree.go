@@ -66,7 +66,8 @@ type Tree struct {
 	rootID     fileID            // the root directory as it was read
 	ids        map[string]fileID // every file as it was read
 	readAt     time.Time         // when the reading began: stamps younger than that are racy
-	enc        *encoded          // the whole tree's tar stream, once Encode wrote it
+	enc        *encoded          // the whole tree's tar stream, once Encode (or UnpackTrees) wrote it
+	offsets    map[string]int64  // where each file's contents lie in enc, for a tree UnpackTrees wrote
 }
 
 // modeBits are the mode bits a tree's entries keep.

@@ -99,6 +99,7 @@ type extractor struct {
 	files    map[string]fileFacts   // the regular files extracted, for hard links to them
 	dirModes map[string]fs.FileMode // the directories' modes, set last
 	made     *Stamps                // the files written, with their stamps and checksums
+	out      *treeStreams           // where UnpackTrees writes the trees' streams instead
 }
 
 // The kinds an extractor records besides an Entry's: 'A' is a directory above a tree's root,
@@ -282,6 +283,9 @@ func (x *extractor) entry(h *tar.Header, data io.Reader) error {
 	if kind == 'd' {
 		x.dirModes[name] = mode
 	}
+	if x.out != nil {
+		return x.out.entry(x, name, tree, rel, kind, mode, h, data)
+	}
 	if x.dirfd < 0 {
 		return nil
 	}
@@ -441,6 +445,9 @@ func (x *extractor) hardlink(name, tree, rel, target string) error {
 	}
 	x.kinds[name] = 'f'
 	x.files[name] = facts
+	if x.out != nil {
+		return x.out.hardlink(x, tree, rel, to)
+	}
 	if x.dirfd < 0 {
 		return nil
 	}
