@@ -19,14 +19,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// UnpackTrees reads the trees names of the .tar.gz archive as Unpack does, with the same
-// checks, but writes no file: each tree becomes the tar stream that Send gives a node (what
-// Encode writes), in an unnamed file in dir (see unnamedFile), with its manifest, checksummed
-// as it is written. Staging an archive then costs no file made on the master besides those
-// of its own copy, and no reading of the trees again. The first reading checks every entry,
-// and the streams are written only where they leave a twentieth of dir's file system
-// available (roomFor); otherwise, or on any refusal, nothing is kept. Close releases the
-// streams.
+// UnpackTrees reads the trees names of the .tar.gz archive with the checks Unpack makes, but
+// writes no file: each tree becomes the tar stream that Send gives a node (what Encode
+// writes), in an unnamed file in dir (see unnamedFile) that nobody else can open, with its
+// manifest, checksummed as it is written. Staging an archive then makes no file on the master
+// besides those of its own copy, and reads neither the archive nor the trees a second time.
+// The archive is read once: every entry is checked before it is written to its stream, and
+// on any refusal the streams are dropped whole. The streams may take no more than leaves a
+// twentieth of dir's file system available (roomFor), counted as they grow: past that,
+// IsNoRoom, and the archive is to be unpacked (Unpack). Close releases the streams.
 func UnpackTrees(archive, dir string, names []string, p Policy) ([]*Tree, *Archive, error) {
 	f, err := os.OpenFile(archive, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -37,30 +38,23 @@ func UnpackTrees(archive, dir string, names []string, p Policy) ([]*Tree, *Archi
 	if err != nil {
 		return nil, nil, err
 	}
-	first := newExtractor(names, p, -1)
-	if err := first.readAll(reading); err != nil {
-		return nil, nil, err
-	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return nil, nil, fmt.Errorf("free space in %s: %w", dir, err)
 	}
-	need := first.b.bytes + int64(first.b.files)*entryOverhead
-	if !roomFor(int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize, need) {
-		return nil, nil, fmt.Errorf("%w: the trees' streams (%d bytes) would leave less than a twentieth of the file system of %s available", errNoRoom, need, dir)
-	}
-	second := newExtractor(names, p, -1)
-	second.b.p.MaxBytes, second.b.p.MaxFiles = max(first.b.bytes, 1), max(first.b.files, 1)
 	out, err := newTreeStreams(dir, names)
 	if err != nil {
 		return nil, nil, err
 	}
-	second.out = out
-	if err := second.readAll(reading); err != nil {
-		out.close()
-		return nil, nil, err
-	}
-	trees, err := out.trees(archive, second)
+	out.room = int64(st.Bavail)*st.Bsize - int64(st.Blocks)*st.Bsize/20
+	x := newExtractor(names, p, -1)
+	x.out = out
+	trees, err := func() ([]*Tree, error) {
+		if err := x.readAll(reading); err != nil {
+			return nil, err
+		}
+		return out.trees(archive, x)
+	}()
 	if err != nil {
 		out.close()
 		return nil, nil, err
@@ -99,6 +93,8 @@ type treeStream struct {
 type treeStreams struct {
 	now     time.Time
 	streams map[string]*treeStream
+	room    int64 // what the streams may take
+	taken   int64 // what they take at most so far: contents, and entryOverhead an entry
 }
 
 func newTreeStreams(dir string, names []string) (*treeStreams, error) {
@@ -123,6 +119,16 @@ func (o *treeStreams) close() {
 	}
 }
 
+// take counts an entry of size bytes of contents, and its parents' headers, against the room
+// the streams may take.
+func (o *treeStreams) take(size int64) error {
+	o.taken += size + entryOverhead
+	if o.taken > o.room {
+		return fmt.Errorf("%w: the trees' streams would leave less than a twentieth of their file system available", errNoRoom)
+	}
+	return nil
+}
+
 // offset is where the next byte written to the stream lands.
 func (s *treeStream) offset() int64 { return s.cw.n + int64(s.bw.Buffered()) }
 
@@ -135,6 +141,9 @@ func (o *treeStreams) header(s *treeStream, tree string, e Entry, dirModes map[s
 		}
 		dir := e.Name[:i]
 		s.dirs[dir] = true
+		if err := o.take(0); err != nil {
+			return err
+		}
 		if err := s.tw.WriteHeader(headerOf(Entry{Name: dir, Kind: 'd', Mode: dirModes[tree+"/"+dir]}, o.now)); err != nil {
 			return err
 		}
@@ -150,6 +159,9 @@ func (o *treeStreams) header(s *treeStream, tree string, e Entry, dirModes map[s
 func (o *treeStreams) entry(x *extractor, name, tree, rel string, kind byte, mode fs.FileMode, h *tar.Header, data io.Reader) error {
 	if rel == "." {
 		return nil // the tree's root: Send makes it, Place gives it its mode
+	}
+	if err := o.take(h.Size); err != nil {
+		return err
 	}
 	s := o.streams[tree]
 	e := Entry{Name: rel, Kind: kind, Mode: mode}
@@ -190,6 +202,9 @@ func (o *treeStreams) hardlink(x *extractor, tree, rel, to string) error {
 	}
 	e := target
 	e.Name = rel
+	if err := o.take(e.Size); err != nil {
+		return err
+	}
 	if err := o.header(s, tree, e, x.dirModes); err != nil {
 		return err
 	}
