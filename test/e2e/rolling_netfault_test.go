@@ -15,11 +15,14 @@ import (
 // three-node cluster (batches of one node: node2, node3, then the master node1; max_failed =
 // 0), as the master's packets held on one connection and a one-way cut do.
 //
-// A held connection before the point of no return: an upgrade 1.1.0 -> 1.2.0 is held before
-// batch 2 and the master's packets on its connection to node3 are held. The keepalive gives
-// that connection up: node3's batch fails over the budget and the run switches batch 1 back
-// (exit 1); once the hold is lifted, nothing the old connection carried acts, the cluster is
-// as before, and the same upgrade run again converges.
+// A held go before the point of no return: an upgrade 1.1.0 -> 1.2.0 is held before batch 2;
+// node3 is frozen, so its batch's first request (the stop) waits in its kernel; the run goes
+// on, the master's packets on node3's connection are held and node3 thawed: its command shell
+// reads the request and asks, and the go cutover sends is held. The keepalive gives that
+// connection up: node3's batch fails over the budget and the run switches the batches back
+// (exit 1) through a new connection. Once the hold is lifted, what the old connection carried
+// arrives after the run said nothing was changed, and nothing acts on it: the cluster is as
+// before, node3's daemon running 1.1.0, and the same upgrade run again converges.
 //
 // A one-way cut past it: a downgrade 1.2.0 -> 1.1.0 with node2 as its canary (so batch 2 is its
 // point of no return) is held before batch 2 and the master's packets to node3 are dropped,
@@ -37,12 +40,20 @@ func TestRollingNetworkFaults(t *testing.T) {
 	useRolling(t, c, demo.Rolling{BatchSize: 1, MaxFailed: 0, BatchTimeout: "60s"})
 	before := snapshot(t, c)
 	h := startHeld(t, c, "batch-2", "upgrade", "--to=1.2.0", "--yes")
-	hold, err := c.HoldConnections(ctx, "node3")
-	if err != nil {
-		h.release(t, c)
+	if err := c.Freeze(ctx, "node3"); err != nil {
 		t.Fatal(err)
 	}
-	res := h.release(t, c)
+	must(t, c, c.Master, "rm -rf "+holdDir+"/hold")
+	time.Sleep(2 * time.Second) // the stop's request reaches node3's kernel
+	hold, err := c.HoldConnections(ctx, "node3")
+	if err != nil {
+		c.Thaw(ctx, "node3")
+		t.Fatal(err)
+	}
+	if err := c.Thaw(ctx, "node3"); err != nil {
+		t.Fatal(err)
+	}
+	res := h.wait(t)
 	checkDoneMeansAt(t, c, "held connection to node3 at batch 2", "1.2.0")
 	if res.ExitCode != 1 || !strings.Contains(res.Stdout+res.Stderr, "node3") {
 		t.Errorf("held connection to node3 at batch 2: exit %d, want 1 (rolled back) naming node3", res.ExitCode)
