@@ -53,6 +53,10 @@ chmod 0644 "$doc/README.md"
 for f in guide.md configuration.md migrations.md json.md metrics.md cli.md design.md; do
 	install -m 0644 "$repo/docs/$f" "$doc/$f"
 done
+# The pictures the docs show (the guide's timeline).
+for f in "$repo"/docs/*.png; do
+	install -m 0644 "$f" "$doc/${f##*/}"
+done
 install -D -m 0644 "$repo/docs/examples/demo.toml" "$doc/examples/demo.toml"
 install -m 0644 "$repo/docs/examples/demo-rolling.toml" "$doc/examples/demo-rolling.toml"
 install -m 0644 "$repo/docs/examples/ganeti.toml" "$doc/examples/ganeti.toml"
