@@ -37,14 +37,17 @@ const maxCmdRead = 64 << 20
 // mode in hex, size, modification time, owner and group, then the name.
 const statFormat = `%f %s %Y %u %g %n\0`
 
-// run runs argv (quoted) under the watchdog with the file timeout and
-// returns its standard output; a failure is mapped to the fs package's
-// errors where the command's message says so.
+// run runs argv (quoted) under the watchdog, untagged, in a session of its
+// own (the SSH transport's) with the file timeout, and returns its standard
+// output; a failure is mapped to the fs package's errors where the command's
+// message says so.
 func (f cmdFS) run(argv ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.c.fileTimeout)
 	defer cancel()
 	stdout, stderr := newHeadBuffer(maxCmdRead+1), newTailBuffer(maxStderr)
-	code, err := f.c.run(ctx, sshLine("LC_ALL=C "+QuoteArgs(argv), "", "", ""), stdout, stderr)
+	cmd := &command{script: "LC_ALL=C " + QuoteArgs(argv), ownSession: true}
+	o, err := (&sshTransport{c: f.c}).run(ctx, cmd, stdout, stderr)
+	code := o.code
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s did not answer within %s", f.c.addr, f.c.fileTimeout)
@@ -280,9 +283,9 @@ func (f cmdFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var stderr bytes.Buffer
-	code, err := f.c.runInput(ctx, line, bytes.NewReader(data), io.Discard, &stderr)
-	if err == nil && code != 0 {
-		err = cmdError("write", code, stderr.Bytes())
+	o, err := (&sshTransport{c: f.c}).run(ctx, &command{script: line, input: bytes.NewReader(data)}, io.Discard, &stderr)
+	if err == nil && o.code != 0 {
+		err = cmdError("write", o.code, stderr.Bytes())
 	}
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%s did not answer within %s", f.c.addr, timeout)
