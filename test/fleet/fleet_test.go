@@ -400,6 +400,61 @@ func TestFleet(t *testing.T) {
 		}
 		f.wantVersions(t, ctx, "1.1.0", "1.1.0", "1.1.0")
 	})
+
+	t.Run("the canary's watch comes before the waves", func(t *testing.T) {
+		// c1, the canary, watches for 12 s after its finish ([policy] watch): its task returns
+		// only once the watch passed, and no wave's cluster starts its run before that.
+		const toml = "/etc/cutover/cutover.toml"
+		c1 := f.clusters["c1"]
+		mustShell(t, ctx, c1, "node1", `cp `+toml+` /root/cutover.toml.saved && sed -i 's/^\[policy\]$/[policy]\nwatch = "12s"\nwatch_interval = "3s"/' `+toml+` && grep -q '^watch = "12s"$' `+toml)
+		defer mustShell(t, ctx, c1, "node1", "cp /root/cutover.toml.saved "+toml)
+		r := f.playbook(t, "-e", "cutover_version=1.2.0")
+		if r.exit != 0 {
+			t.Fatalf("ansible-playbook exited %d\n%s", r.exit, r.output)
+		}
+		f.wantVersions(t, ctx, "1.2.0", "1.2.0", "1.2.0")
+		canary := f.lastRun(t, ctx, f.clusters["c1"])
+		if canary.Watch == nil || canary.Watch.State != "passed" || canary.Ended.Sub(canary.Watch.Started) < 12*time.Second {
+			t.Fatalf("c1's run %d: %+v, want it ended after a watch of 12 s that passed", canary.ID, canary)
+		}
+		for _, host := range []string{"c2", "c3"} {
+			run := f.lastRun(t, ctx, f.clusters[host])
+			if !run.Started.After(canary.Ended) {
+				t.Errorf("%s's run %d started at %s, before the canary's run ended with its watch at %s", host, run.ID, run.Started, canary.Ended)
+			}
+			if run.Watch != nil {
+				t.Errorf("%s's run %d watched (%+v), want no watch: its config has none", host, run.ID, run.Watch)
+			}
+		}
+	})
+}
+
+// journalRun is a run as `cutover --output json journal` lists it.
+type journalRun struct {
+	ID      int       `json:"id"`
+	To      string    `json:"to"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Watch   *struct {
+		State   string    `json:"state"`
+		Started time.Time `json:"started"`
+	} `json:"watch"`
+}
+
+// lastRun returns the last run of c's journal.
+func (f *fleet) lastRun(t *testing.T, ctx context.Context, c *cluster.Cluster) journalRun {
+	t.Helper()
+	res, err := c.Cutover(ctx, "--output", "json", "journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Runs []journalRun `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &j); err != nil || len(j.Runs) == 0 {
+		t.Fatalf("%s: cutover journal: %d runs, %v (exit %d, %s)", c.Name, len(j.Runs), err, res.ExitCode, res.Stderr)
+	}
+	return j.Runs[len(j.Runs)-1]
 }
 
 // releases writes version's release tarball (the build every node of the clusters holds) into
