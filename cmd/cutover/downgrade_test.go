@@ -33,3 +33,34 @@ func TestDowngradeGoesBack(t *testing.T) {
 		t.Errorf("--downgrade after a downgrade: exit %d, want %d\n%s", code, exitUsage, errOut)
 	}
 }
+
+// TestDowngradeAfterAJump: after an upgrade that skipped a minor version (1.0.0 -> 1.2.0,
+// allow_minor_jump), `upgrade --downgrade` goes back to the newest installed version of the
+// previous minor, 1.1.0, the way back that prune keeps, as downgrade = "previous-minor"
+// allows; without one installed it names 1.0.0, which the policy refuses, changing nothing.
+func TestDowngradeAfterAJump(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		versions []string
+		code     int
+		want     string
+		link     string
+	}{
+		{"previous minor installed", []string{"1.0.0", "1.1.0", "1.2.0"}, exitOK, "1.2.0 -> 1.1.0", "/1.1.0"},
+		{"previous minor missing", []string{"1.0.0", "1.2.0"}, exitFailed, "a downgrade can only go to the previous minor version", "/1.2.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc := newLocalCluster(t, "1.0.0", tc.versions...)
+			if code, out, errOut := lc.cutover("upgrade", "--to=1.2.0", "--yes"); code != exitOK {
+				t.Fatalf("upgrade: exit %d\n%s%s", code, out, errOut)
+			}
+			code, out, errOut := lc.cutover("upgrade", "--downgrade", "--yes")
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Errorf("--downgrade: exit %d, want %d and %q\n%s%s", code, tc.code, tc.want, out, errOut)
+			}
+			if got := lc.readlink("etc/app/lib"); !strings.HasSuffix(got, tc.link) {
+				t.Errorf("after --downgrade the lib link points at %s, want %s", got, tc.link)
+			}
+		})
+	}
+}
