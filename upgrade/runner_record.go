@@ -1,0 +1,144 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cutover/cutover/journal"
+)
+
+// journalEarly journals the stage records made before the run was in the journal, once it
+// is, with the facts learned meanwhile. A journal that cannot take them stops the run before
+// it changes anything.
+func (rn *Runner) journalEarly(ctx context.Context, r *Run) error {
+	rn.mu.Lock()
+	early := rn.early
+	rn.early = nil
+	rn.mu.Unlock()
+	if r.journal == nil || r.ID == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	facts := make(map[string]string, len(r.facts))
+	for k, v := range r.facts {
+		facts[k] = v
+	}
+	r.unsaved = nil
+	r.mu.Unlock()
+	if len(facts) > 0 {
+		if _, err := r.journal.SetFacts(context.WithoutCancel(ctx), r.ID, facts); err != nil {
+			err = fmt.Errorf("journal: %w", err)
+			rn.finish(ctx, r, journal.Aborted)
+			return err
+		}
+	}
+	for _, ev := range early {
+		if _, err := r.journal.Record(context.WithoutCancel(ctx), r.ID, ev); err != nil {
+			err = fmt.Errorf("journal: record %s %s: %w", ev.Stage, ev.State, err)
+			rn.finish(ctx, r, journal.Aborted)
+			return err
+		}
+	}
+	r.publishMetrics(ctx)
+	return nil
+}
+
+func (rn *Runner) index(st Stage) int {
+	for i, s := range rn.Stages {
+		if s.Name() == st.Name() {
+			return i
+		}
+	}
+	return -1
+}
+
+func (rn *Runner) beginStage(r *Run, i int, st Stage) {
+	r.mu.Lock()
+	r.stage = &stageState{name: st.Name(), index: i + 1, total: len(rn.Stages)}
+	r.mu.Unlock()
+}
+
+// record journals one stage transition and reports it. The error says the journal could not
+// record it; the transition is reported anyway.
+func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state journal.State, d time.Duration, msg string) error {
+	r.mu.Lock()
+	var nodeResults []journal.NodeResult
+	var warned []string
+	note := ""
+	if r.stage != nil && r.stage.name == st.Name() && state != journal.Started {
+		nodeResults = r.stage.nodes
+		note = r.stage.note
+		warned = r.stage.warned
+		r.stage.nodes, r.stage.warned = nil, nil
+	}
+	r.mu.Unlock()
+	if msg == "" {
+		msg = note
+	}
+	// The journal keeps the stage's warnings with its end: what happened on the way (a node
+	// that rebooted, a daemon of another version) stays on record, not only in the log.
+	jmsg := msg
+	for _, w := range warned {
+		if jmsg != "" {
+			jmsg += "; "
+		}
+		jmsg += "warning: " + w
+	}
+	ev := journal.Event{Stage: st.Name(), Index: i + 1, State: state, At: r.now(), Duration: d, Nodes: nodeResults, Message: jmsg}
+	r.log.Printf("[%d/%d] %s %s %s %s", i+1, len(rn.Stages), st.Name(), state, d.Round(time.Millisecond), msg)
+	var jerr error
+	if state != journal.Started {
+		if err := r.saveFacts(context.WithoutCancel(ctx)); err != nil {
+			r.Warn("%v", err)
+		}
+	}
+	if r.journal != nil && r.ID != 0 {
+		if _, err := r.journal.Record(context.WithoutCancel(ctx), r.ID, ev); err != nil {
+			jerr = fmt.Errorf("journal: record %s %s: %w", st.Name(), state, err)
+			r.Warn("%v", jerr)
+		}
+	} else {
+		rn.mu.Lock()
+		rn.early = append(rn.early, ev)
+		rn.mu.Unlock()
+	}
+	e := Event{Time: time.Now(), Type: "stage", Run: r.ID, Stage: st.Name(), Index: i + 1, Total: len(rn.Stages),
+		Where: string(st.Where()), State: string(state), Duration: d, Message: msg, Nodes: nodeReports(nodeResults)}
+	if state == journal.Done {
+		e.State = "ok"
+	}
+	if state == journal.Undone || state == journal.UndoFailed {
+		e.Type = "undo"
+	}
+	if p, ok := st.(ponrStage); ok && p.PONR(r.Direction) {
+		e.PONR = true
+	}
+	for _, n := range nodeResults {
+		e.Of++
+		if n.OK {
+			e.OK++
+		}
+	}
+	r.report.Report(e)
+	if state != journal.Started {
+		r.publishMetrics(ctx)
+	}
+	return jerr
+}
+
+func (rn *Runner) finish(ctx context.Context, r *Run, outcome journal.Outcome) {
+	r.log.Printf("run %d: %s", r.ID, outcome)
+	if d := r.downtime(); d.Cluster > 0 && outcome != journal.Running && outcome != journal.FailedPastPONR {
+		r.log.Printf("run %d: downtime %s", r.ID, d)
+		if _, err := r.Learn(context.WithoutCancel(ctx), factDowntime, d.String()); err != nil {
+			r.Warn("%v", err)
+		}
+	}
+	if r.journal != nil && r.ID != 0 {
+		if err := r.journal.Finish(context.WithoutCancel(ctx), r.ID, outcome, r.now()); err != nil {
+			r.Warn("journal: finish run %d: %v", r.ID, err)
+		}
+	}
+	r.publishMetrics(ctx)
+}
