@@ -28,6 +28,8 @@ type target struct {
 var targets = []target{
 	{"Ganeti downtime, upgrade, x gnt-cluster upgrade", "BenchmarkGanetiSideBySide", "x-down-up", "s-down-ganeti-up", 0.3},
 	{"Ganeti downtime, downgrade, x gnt-cluster upgrade", "BenchmarkGanetiSideBySide", "x-down-down", "s-down-ganeti-down", 0.3},
+	{"Ganeti downtime, upgrade, x the master daemons' restart", "BenchmarkGanetiSideBySide", "x-down-up-of-restart", "s-down-restart", 1.3},
+	{"Ganeti downtime, downgrade, x the master daemons' restart", "BenchmarkGanetiSideBySide", "x-down-down-of-restart", "s-down-restart", 1.3},
 	{"no-op run, x one dial round", "BenchmarkUpgradeRun/nodes=256", "x-run-of-dial", "s/dial-round", 1.5},
 	{"no-op run: downtime, s", "BenchmarkUpgradeRun/nodes=256", "s-downtime", "", 1.5},
 	{"no-op run: peak RSS, MB", "BenchmarkUpgradeRun/nodes=256", "MB-peak-rss", "", 64},
