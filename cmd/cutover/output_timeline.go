@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cutover/cutover/upgrade"
+	"github.com/cutover/cutover/upgrade/atomicfile"
 	"github.com/cutover/cutover/upgrade/timeline"
 )
 
@@ -69,10 +70,10 @@ func writeTimelineHTML(out io.Writer, path string, rep *upgrade.JournalReport) e
 	return nil
 }
 
-// writePage puts data at path the way cutover writes its own files (docs/design.md §9): into
-// a temporary file of the same directory, created 0600 and exclusively, synced, renamed into
-// place and the directory synced. A link at path is refused, never followed; so is anything
-// there but a regular file.
+// writePage puts data at path the way cutover writes the files others read (package
+// atomicfile, docs/design.md §9): a temporary file of the same directory, mode 0600, synced,
+// renamed into place and the directory synced. A link at path, or anything there but a regular
+// file, is refused (a usage error), never followed.
 func writePage(path string, data []byte) error {
 	switch fi, err := os.Lstat(path); {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
@@ -82,33 +83,9 @@ func writePage(path string, data []byte) error {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("write the timeline page %s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("write the timeline page %s: %w", path, err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write the timeline page %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err == nil {
-		err = d.Sync()
-		d.Close()
-	}
-	if err != nil {
-		return fmt.Errorf("write the timeline page %s: sync its directory: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write("the timeline page", abs, data, 0o600, nil)
 }
