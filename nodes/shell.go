@@ -167,7 +167,7 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 	}
 	if sent, past := boot.kept(); past {
 		s.close()
-		return nil, &shellRefused{node, fmt.Sprintf("it sent more than %d bytes before the shell's ready line: %s", maxBoot, quotedPrefix(sent))}
+		return nil, &shellRefused{node, fmt.Sprintf("it sent more than %d bytes before the shell's ready line: %s", maxBoot, QuotedPrefix(sent))}
 	}
 	if err := s.out.problem(); err != nil {
 		s.close()
@@ -183,7 +183,7 @@ func (c *sshClient) startShell(ctx context.Context, bash, tag, node string, reap
 	sent, _ := boot.kept()
 	if !ValidBoot(string(sent)) {
 		s.close()
-		return nil, &shellRefused{node, fmt.Sprintf("what it sent before the shell's ready line, %s, is not a boot identity (BOOT_ID/START)", quotedPrefix(sent))}
+		return nil, &shellRefused{node, fmt.Sprintf("what it sent before the shell's ready line, %s, is not a boot identity (BOOT_ID/START)", QuotedPrefix(sent))}
 	}
 	s.boot = string(sent)
 	return s, nil

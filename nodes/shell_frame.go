@@ -13,9 +13,10 @@ import (
 // errMalformedFrame says a shell's output broke its framing.
 var errMalformedFrame = errors.New("the node's command shell sent a malformed frame")
 
-// quotedPrefix renders the start of what a node sent for an error message: at most 64 bytes
-// (a boot identity whole), quoted and escaped, with "..." when there was more.
-func quotedPrefix(b []byte) string {
+// QuotedPrefix renders the start of what a node sent for an error message: at most 64 bytes
+// (a boot identity whole), quoted and escaped, with "..." when there was more. What a node
+// prints is quoted in a message only through it, never whole.
+func QuotedPrefix(b []byte) string {
 	const n = 64
 	if len(b) > n {
 		return fmt.Sprintf("%q...", b[:n])
@@ -152,7 +153,7 @@ func (f *framer) problem() error {
 // malformed breaks the framing: every waiting frame ends without a status, and broke closes
 // the shell; the caller holds mu.
 func (f *framer) malformed(why string, word []byte) {
-	f.err = fmt.Errorf("%w: %s %s", errMalformedFrame, why, quotedPrefix(word))
+	f.err = fmt.Errorf("%w: %s %s", errMalformedFrame, why, QuotedPrefix(word))
 	f.end()
 	if f.broke != nil {
 		go f.broke()

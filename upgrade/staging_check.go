@@ -137,12 +137,12 @@ func checkSpace(ctx context.Context, c staging.Conn, dirs []string, need []int64
 	}
 	lines := strings.Fields(string(res.Stdout))
 	if len(lines) != len(dirs) {
-		return fmt.Errorf("free space for %s: unexpected df output %q", strings.Join(dirs, " and "), res.Stdout)
+		return fmt.Errorf("free space for %s: unexpected df output %s", strings.Join(dirs, " and "), nodes.QuotedPrefix(res.Stdout))
 	}
 	for i, dir := range dirs {
 		kb, err := strconv.ParseInt(lines[i], 10, 64)
 		if err != nil {
-			return fmt.Errorf("free space for %s: unexpected df output %q", dir, res.Stdout)
+			return fmt.Errorf("free space for %s: unexpected df output %s", dir, nodes.QuotedPrefix(res.Stdout))
 		}
 		if want := need[i] + need[i]/10; kb*1024 < want {
 			return fmt.Errorf("%s has %s free, the version needs %s there: free some space (cutover prune removes versions no run needs)", dir, megabytes(kb*1024), megabytes(want))
