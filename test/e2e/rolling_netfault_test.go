@@ -40,28 +40,11 @@ func TestRollingNetworkFaults(t *testing.T) {
 	useRolling(t, c, demo.Rolling{BatchSize: 1, MaxFailed: 0, BatchTimeout: "60s"})
 	before := snapshot(t, c)
 	h := startHeld(t, c, "batch-2", "upgrade", "--to=1.2.0", "--yes")
-	if err := c.Freeze(ctx, "node3"); err != nil {
-		t.Fatal(err)
-	}
-	must(t, c, c.Master, "rm -rf "+holdDir+"/hold")
-	time.Sleep(2 * time.Second) // the stop's request reaches node3's kernel
-	hold, err := c.HoldConnections(ctx, "node3")
-	if err != nil {
-		c.Thaw(ctx, "node3")
-		t.Fatal(err)
-	}
-	if err := c.Thaw(ctx, "node3"); err != nil {
-		t.Fatal(err)
-	}
-	res := h.wait(t)
+	res := releaseGoHeld(t, c, h, "node3")
 	checkDoneMeansAt(t, c, "held connection to node3 at batch 2", "1.2.0")
 	if res.ExitCode != 1 || !strings.Contains(res.Stdout+res.Stderr, "node3") {
 		t.Errorf("held connection to node3 at batch 2: exit %d, want 1 (rolled back) naming node3", res.ExitCode)
 	}
-	if err := hold.Lift(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitClosed(t, hold, "node3")
 	if after := snapshot(t, c); after != before {
 		t.Errorf("held connection to node3 at batch 2: the cluster changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
