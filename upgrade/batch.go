@@ -128,7 +128,7 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 			return errors.Join(err, lerr)
 		}
 	}
-	total, budget := r.failedNodes(), r.Config.Strategy.MaxFailed
+	total, budget := factNodes(r.factsCopy(), factFailedPrefix), r.Config.Strategy.MaxFailed
 	if len(total) > budget {
 		return fmt.Errorf("%s failed: %s failed in this run (%s), more than strategy.max_failed = %d: %w", joinNames(failed), plural(len(total), "node"), joinNames(total), budget, err)
 	}
@@ -311,9 +311,6 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 		}
 	}
 }
-
-// failedNodes lists the nodes that failed in a batch of this run, in any execution of it.
-func (r *Run) failedNodes() []string { return r.factNodes(factFailedPrefix) }
 
 // toleratedError is a batch failure within the failure budget: the runner records it, goes
 // on, and ends the run with exit 3 naming the nodes.

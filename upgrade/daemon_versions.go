@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cutover/cutover/nodes"
 )
@@ -64,9 +63,7 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 		return nodeProcesses{}, onNode(node, fmt.Errorf("looking for daemons of another version: %w", err))
 	}
 	l.pidGlobs = len(r.Config.Daemons.PidFiles) > 0
-	r.mu.Lock()
-	since := r.stopped[node]
-	r.mu.Unlock()
+	since := r.perNode.stopRef(node)
 	return nodeProcesses{boot: l.boot, judged: judge(l, lib, share, r.Layout.IsVersionDir, since)}, nil
 }
 
@@ -94,41 +91,7 @@ func (r *Run) stoppedAt(node, boot string) {
 	if boot != "" {
 		r.Remember(factBootPrefix+node, boot)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.boots == nil {
-		r.boots = map[string]string{}
-	}
-	r.boots[node] = boot
-}
-
-// rebooted reports whether node booted since its daemons were stopped in this execution.
-func (r *Run) rebooted(node, boot string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	was := r.boots[node]
-	return was != "" && boot != "" && was != boot
-}
-
-// switchedTo records that this execution pointed node's links at version.
-func (r *Run) switchedTo(node, version string) {
-	r.mu.Lock()
-	if r.switched == nil {
-		r.switched = map[string]string{}
-	}
-	r.switched[node] = version
-	r.mu.Unlock()
-	r.sawSwitch(node, version)
-}
-
-// switchNode points node's links at version and remembers it, so that a reboot of the node
-// before its daemons start has its switch redone.
-func (r *Run) switchNode(ctx context.Context, c Conn, node, version string) error {
-	if err := r.Layout.Switch(ctx, c, version); err != nil {
-		return err
-	}
-	r.switchedTo(node, version)
-	return nil
+	r.perNode.bootAtStop(node, boot)
 }
 
 // settleDaemons runs after node's daemons were started: when the node rebooted since they were
@@ -145,7 +108,7 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	if len(p.others) > 0 {
 		r.Warn("%s: processes of other users run from another version's tree (left alone): %s", node, strings.Join(p.others, ", "))
 	}
-	boot := r.rebooted(node, p.boot)
+	boot := r.perNode.rebooted(node, p.boot)
 	if !boot && len(p.old) == 0 {
 		return nil
 	}
@@ -159,10 +122,7 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	}
 	r.stoppedAt(node, p.boot)
 	if boot {
-		r.mu.Lock()
-		version, ok := r.switched[node]
-		r.mu.Unlock()
-		if ok {
+		if version, ok := r.perNode.switchedVersion(node); ok {
 			if err := r.Layout.Switch(ctx, c, version); err != nil {
 				return onNode(node, fmt.Errorf("switch to %s again after a reboot: %w", version, err))
 			}
@@ -228,63 +188,19 @@ func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool
 		return nodes.Result{}, nil
 	}
 	if start {
-		if why := r.notReadyWhy(node); why != "" {
+		if why := r.perNode.notReadyWhy(node); why != "" {
 			return nodes.Result{}, onNode(node, fmt.Errorf("its daemons were not started: %s, and they would run on what the node does not have; 'cutover upgrade --resume' redoes it", why))
 		}
 	}
 	res, err := c.RunShell(ctx, r.expand(command, node))
-	if err == nil {
-		r.mu.Lock()
-		if start {
-			if r.up == nil {
-				r.up = map[string]time.Time{}
-			}
-			r.up[node] = r.now()
-		} else if res.Start > 0 && res.Boot != "" && nodes.ValidBoot(res.Boot) {
-			if r.stopped == nil {
-				r.stopped = map[string]startRef{}
-			}
-			r.stopped[node] = startRef{boot: res.Boot, tick: res.Start}
-		}
-		r.mu.Unlock()
+	switch {
+	case err != nil:
+	case start:
+		r.perNode.started(node, r.now())
+	case res.Start > 0 && res.Boot != "" && nodes.ValidBoot(res.Boot):
+		r.perNode.stoppedBy(node, startRef{boot: res.Boot, tick: res.Start})
 	}
 	return res, err
-}
-
-// setReady records whether a step node's daemons need before they may start (its switch, its
-// config copy) last succeeded in this execution: while one failed, no daemon is started there.
-// A run before its point of no return rolls back on such a failure, and its undo's switch
-// back makes the node ready again; past it, the daemons would run on links or a config the
-// node does not have.
-func (r *Run) setReady(node, step string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ok {
-		delete(r.unready[node], step)
-		return
-	}
-	if r.unready == nil {
-		r.unready = map[string]map[string]bool{}
-	}
-	if r.unready[node] == nil {
-		r.unready[node] = map[string]bool{}
-	}
-	r.unready[node][step] = true
-}
-
-// notReadyWhy says why node's daemons may not start in this execution; "" when they may.
-func (r *Run) notReadyWhy(node string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var steps []string
-	for s := range r.unready[node] {
-		steps = append(steps, s)
-	}
-	slices.Sort(steps)
-	if len(steps) == 0 {
-		return ""
-	}
-	return "its " + strings.Join(steps, " and its ") + " failed"
 }
 
 // checkDaemons runs settleDaemons on every node of list: the last check before a run may end
@@ -311,40 +227,9 @@ func (r *Run) settled() []nodes.Node {
 	return out
 }
 
-// factSkippedPrefix prefixes the fact that a node was declared gone for the run
-// (--skip-node).
-const factSkippedPrefix = "skipped."
-
 // leftBehind are the nodes the run leaves behind, in any of its executions, sorted: those a
 // rolling run left within its failure budget, and those declared gone with --skip-node.
 // 'cutover sync' catches them up.
 func (r *Run) leftBehind() []string {
-	out := r.toleratedNodes()
-	for _, n := range r.skippedNodes() {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// toleratedNodes are the nodes a rolling run left behind within its failure budget, in any of
-// its executions, sorted.
-func (r *Run) toleratedNodes() []string {
-	out := r.failedNodes()
-	if len(out) > r.Config.Strategy.MaxFailed {
-		// Failures over the budget were never tolerated: the run stopped on them, and the
-		// nodes it ends without were declared gone (--skip-node), which leftBehind says.
-		out = nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for n := range r.behind {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return r.perNode.leftBehind(r.factsCopy(), r.Config.Strategy.MaxFailed)
 }

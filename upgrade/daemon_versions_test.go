@@ -169,7 +169,7 @@ func TestSettleDaemons(t *testing.T) {
 				if in == "" {
 					in = tt.stopBoot
 				}
-				r.stopped = map[string]startRef{"node2": {boot: in + "/77", tick: tt.tick}}
+				r.perNode.stopped = map[string]startRef{"node2": {boot: in + "/77", tick: tt.tick}}
 			}
 			err = r.daemonsOn(context.Background(), c, "node2", true)
 			switch {
@@ -196,11 +196,11 @@ func TestStopRecordsBoot(t *testing.T) {
 	if err := r.daemonsOn(context.Background(), c, "node3", false); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := r.stopped["node3"], (startRef{boot: bootA + "/77", tick: 900}); got != want {
+	if got, want := r.perNode.stopped["node3"], (startRef{boot: bootA + "/77", tick: 900}); got != want {
 		t.Errorf("the stop's time = %+v, want %+v: a daemon started before it survived the stop", got, want)
 	}
-	if !r.rebooted("node3", bootB+"/77") || r.rebooted("node3", bootA+"/77") {
-		t.Errorf("boot after the stop = %q, want %s", r.boots["node3"], bootA)
+	if !r.perNode.rebooted("node3", bootB+"/77") || r.perNode.rebooted("node3", bootA+"/77") {
+		t.Errorf("boot after the stop = %q, want %s", r.perNode.boots["node3"], bootA)
 	}
 }
 

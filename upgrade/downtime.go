@@ -106,12 +106,7 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 func (r *Run) stoppingAt(node string) {
 	now := r.now()
 	r.Remember(factDownPrefix+node, now.UTC().Format(time.RFC3339Nano))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.down == nil {
-		r.down = map[string]time.Time{}
-	}
-	r.down[node] = now
+	r.perNode.stopping(node, now)
 }
 
 // startedAt records that node's daemons were started: the node's first start is journaled
@@ -145,10 +140,10 @@ type interval struct{ from, to time.Time }
 
 // downIntervals returns the stretches node's daemons were down over every execution of the
 // run, from the journaled first stop and first start and this execution's last stop and
-// start; none when they were never started again. Called with r.mu held.
-func (r *Run) downIntervals(node string) []interval {
+// start; none when they were never started again. facts are the run's. Called with s.mu held.
+func (s *nodeState) downIntervals(node string, facts map[string]string) []interval {
 	parse := func(key string) (time.Time, bool) {
-		v, ok := r.facts[key]
+		v, ok := facts[key]
 		if !ok {
 			return time.Time{}, false
 		}
@@ -160,8 +155,8 @@ func (r *Run) downIntervals(node string) []interval {
 		return nil
 	}
 	served, servedOK := parse(factUpPrefix + node) // the first start, of any execution
-	up, upOK := r.up[node]                         // this execution's last start
-	stop, stopOK := r.down[node]                   // this execution's last stop
+	up, upOK := s.up[node]                         // this execution's last start
+	stop, stopOK := s.down[node]                   // this execution's last stop
 	switch {
 	case !upOK && !servedOK:
 		return nil // stopped, never started again
@@ -179,18 +174,19 @@ func (r *Run) downIntervals(node string) []interval {
 	return []interval{{first, up}}
 }
 
-// downtime computes the run's downtime so far.
-func (r *Run) downtime() Downtime {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// downtime computes the run's downtime so far from its facts and this execution's stops and
+// starts.
+func (s *nodeState) downtime(facts map[string]string) Downtime {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	d := Downtime{Nodes: map[string]time.Duration{}}
 	var all []interval
-	for k := range r.facts {
+	for k := range facts {
 		node, ok := strings.CutPrefix(k, factDownPrefix)
 		if !ok {
 			continue
 		}
-		ivs := r.downIntervals(node)
+		ivs := s.downIntervals(node, facts)
 		if len(ivs) == 0 {
 			continue
 		}

@@ -19,15 +19,15 @@ func TestDowntime(t *testing.T) {
 		"down.node2":        t0.Add(time.Second).Format(time.RFC3339Nano),
 		"down.node3":        t0.Add(2 * time.Second).Format(time.RFC3339Nano),
 		"queue_was_drained": "no",
-	}, up: map[string]time.Time{"node1": t0.Add(5 * time.Second), "node2": t0.Add(3 * time.Second)}}
-	d := r.downtime()
+	}, perNode: nodeState{up: map[string]time.Time{"node1": t0.Add(5 * time.Second), "node2": t0.Add(3 * time.Second)}}}
+	d := r.perNode.downtime(r.facts)
 	if d.Cluster != 5*time.Second || d.Nodes["node1"] != 5*time.Second || d.Nodes["node2"] != 2*time.Second || len(d.Nodes) != 2 {
 		t.Errorf("downtime = %+v, want 5s for the cluster, node1 5s, node2 2s", d)
 	}
 	if got, want := d.String(), "5s (node1 5s, node2 2s)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	if d := (&Run{}).downtime(); d.Cluster != 0 || len(d.Nodes) != 0 {
+	if d := (&nodeState{}).downtime(nil); d.Cluster != 0 || len(d.Nodes) != 0 {
 		t.Errorf("downtime of a run that stopped nothing = %+v", d)
 	}
 }
@@ -111,10 +111,12 @@ func TestDowntimeOfAResumedRun(t *testing.T) {
 		// node3: down 0.5-1.5s in the first execution; this one started it again, no stop.
 		"down.node3": at(time.Second / 2), "up.node3": at(3 * time.Second / 2),
 	},
-		down: map[string]time.Time{"node1": t0.Add(10 * time.Second)},
-		up:   map[string]time.Time{"node1": t0.Add(11 * time.Second), "node3": t0.Add(12 * time.Second)},
+		perNode: nodeState{
+			down: map[string]time.Time{"node1": t0.Add(10 * time.Second)},
+			up:   map[string]time.Time{"node1": t0.Add(11 * time.Second), "node3": t0.Add(12 * time.Second)},
+		},
 	}
-	d := r.downtime()
+	d := r.perNode.downtime(r.facts)
 	want := map[string]time.Duration{"node1": 2 * time.Second, "node2": 2 * time.Second, "node3": time.Second}
 	for n, w := range want {
 		if d.Nodes[n] != w {

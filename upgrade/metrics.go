@@ -27,42 +27,13 @@ func LookPath(c *config.Config) string {
 	return filepath.Join(c.Paths.StateDir, "metrics-look.json")
 }
 
-// sawNode notes what this run saw of node: whether it answered and, when read or set, the
-// version directory its links name ("" when not known).
-func (r *Run) sawNode(node, versionDir string, reachable bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[string]metrics.Node{}
-	}
-	n := r.seen[node]
-	n.Name, n.Reachable = node, reachable
-	if versionDir != "" {
-		n.Version = versionDir
-	}
-	r.seen[node] = n
-}
-
-// sawSwitch notes that this run pointed node's links at version.
-func (r *Run) sawSwitch(node, version string) {
-	if dir, err := r.Layout.VersionDir(version); err == nil {
-		r.sawNode(node, dir, true)
-	}
-}
-
 // publishMetrics rewrites the metrics file when [metrics] textfile is set and the run is in
 // the journal. A failure is a warning, once per run: the metrics never stop a run.
 func (r *Run) publishMetrics(ctx context.Context) {
 	if r.Config == nil || r.Config.Metrics.Textfile == "" || r.ID == 0 {
 		return
 	}
-	r.mu.Lock()
-	seen := make([]metrics.Node, 0, len(r.seen))
-	for _, n := range r.seen {
-		seen = append(seen, n)
-	}
-	r.mu.Unlock()
-	if err := publishMetrics(context.WithoutCancel(ctx), r.Config, seen, time.Now()); err != nil {
+	if err := publishMetrics(context.WithoutCancel(ctx), r.Config, r.perNode.seenNodes(), time.Now()); err != nil {
 		r.mu.Lock()
 		warned := r.metricsWarned
 		r.metricsWarned = true

@@ -184,7 +184,7 @@ func redistribute(ctx context.Context, r *Run) error {
 	}
 	return r.OnNodes(ctx, to, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		err := copyConfig(c, n.Name, files...)
-		r.setReady(n.Name, "config copy", err == nil)
+		r.perNode.setReady(n.Name, "config copy", err == nil)
 		return err
 	})
 }

@@ -130,7 +130,7 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 	err = rn.Execute(ctx, r)
 	res.Backup = r.factValue("backup")
 	res.Duration = time.Since(start)
-	res.Downtime = r.downtime()
+	res.Downtime = r.perNode.downtime(r.factsCopy())
 	res.Batches = r.Batches
 	res.Watched = r.watch.Window > 0
 	if r.rollbackApplies(err) {
@@ -210,7 +210,7 @@ func confirmMaster(ctx context.Context, r *Run, intentHost, hostname string, wai
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	maybeMe := map[string]bool{me: true, shortName(intentHost): true, shortName(r.Config.Cluster.Master): true}
-	skipped := r.skippedNodes()
+	skipped := factNodes(r.factsCopy(), factSkippedPrefix)
 	var voters []nodes.Node
 	for _, n := range r.Inventory.Nodes {
 		if !slices.Contains(skipped, n.Name) {
@@ -308,23 +308,6 @@ func masterTally(voters []nodes.Node, skipped []string, answers map[string]strin
 		parts = append(parts, n+" declared gone (--skip-node), not asked")
 	}
 	return strings.Join(parts, "; ")
-}
-
-// skippedNodes are the nodes declared gone for the run (--skip-node) in any execution, sorted.
-func (r *Run) skippedNodes() []string { return r.factNodes(factSkippedPrefix) }
-
-// factNodes are the nodes named by the run's facts under prefix ("PREFIXnode"), sorted.
-func (r *Run) factNodes(prefix string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for k := range r.facts {
-		if n, ok := strings.CutPrefix(k, prefix); ok {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func shortName(s string) string { return strings.SplitN(s, ".", 2)[0] }

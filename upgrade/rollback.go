@@ -69,7 +69,7 @@ func rollBackFailed(ctx context.Context, n *Run, cause error) (*Result, error) {
 		},
 	})
 	res.Run, res.Log, res.Backup = r.ID, r.log.Path(), r.Backup
-	res.Duration, res.Downtime = time.Since(start), r.downtime()
+	res.Duration, res.Downtime = time.Since(start), r.perNode.downtime(r.factsCopy())
 	switch {
 	case err == nil:
 		// The failed run is settled: the rollback ended it.

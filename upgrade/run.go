@@ -15,7 +15,6 @@ import (
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
-	"github.com/cutover/cutover/upgrade/metrics"
 )
 
 // Direction says which way a run moves the cluster.
@@ -106,28 +105,11 @@ type Run struct {
 	started map[string]bool
 	// pastPONR is whether an execution of this run crossed its point of no return.
 	pastPONR bool
-	// up is when each node's daemons last started in this execution.
-	up map[string]time.Time
-	// down is when this execution last stopped each node's daemons.
-	down map[string]time.Time
-	// boots is each node's boot identity when this execution last stopped its daemons.
-	boots map[string]string
-	// stopped is when this execution last stopped each node's daemons, where the node said
-	// (its command shell reports when a command started): a daemon that started before it
-	// survived the stop, and runs what it loaded before the switch.
-	stopped map[string]startRef
-	// unready says, per node, which steps its daemons need failed in this execution
-	// (setReady): its daemons are not started.
-	unready map[string]map[string]bool
-	// switched is the version this execution last pointed each node's links at.
-	switched map[string]string
-	// behind are the nodes a rolling run left behind within its failure budget.
-	behind map[string]bool
+	// perNode is what this execution knows about each node (node_state.go).
+	perNode nodeState
 	// planPending is the run pending while `cutover plan` looks at the cluster: its nodes
 	// may be mixed on purpose.
 	planPending *journal.Intent
-	// seen is what this execution saw of each node, for the metrics (metrics.go).
-	seen map[string]metrics.Node
 	// metricsWarned is set once a failed metrics write was warned about.
 	metricsWarned bool
 }
@@ -277,11 +259,11 @@ func (r *Run) Conn(ctx context.Context, node string) (Conn, error) {
 	c, err := r.dial.Conn(ctx, node)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.sawNode(node, "", false)
+			r.perNode.saw(node, "", false)
 		}
 		return nil, err
 	}
-	r.sawNode(node, "", true)
+	r.perNode.saw(node, "", true)
 	return &loggedConn{Conn: c, node: node, log: r.log}, nil
 }
 

@@ -287,13 +287,8 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 			// A batch failed within the failure budget: the run goes on.
 			r.mu.Lock()
 			r.tolerated = append(r.tolerated, fmt.Sprintf("%s (%s)", st.Name(), joinNames(tol.nodes)))
-			if r.behind == nil {
-				r.behind = map[string]bool{}
-			}
-			for _, n := range tol.nodes {
-				r.behind[n] = true
-			}
 			r.mu.Unlock()
+			r.perNode.leaveBehind(tol.nodes)
 			continue
 		}
 		if isPONR && isNotCrossed(err) {
@@ -373,7 +368,7 @@ func (rn *Runner) runStage(ctx context.Context, r *Run, st Stage, past bool) err
 // toleratedErr is the error of a run that is done with nodes left behind within its failure
 // budget (exit 3 naming them and the sync that catches them up), or nil.
 func (r *Run) toleratedErr() error {
-	behind := r.toleratedNodes()
+	behind := r.perNode.tolerated(r.factsCopy(), r.Config.Strategy.MaxFailed)
 	if len(behind) == 0 {
 		return nil
 	}

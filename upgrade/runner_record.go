@@ -129,7 +129,7 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 
 func (rn *Runner) finish(ctx context.Context, r *Run, outcome journal.Outcome) {
 	r.log.Printf("run %d: %s", r.ID, outcome)
-	if d := r.downtime(); d.Cluster > 0 && outcome != journal.Running && outcome != journal.FailedPastPONR {
+	if d := r.perNode.downtime(r.factsCopy()); d.Cluster > 0 && outcome != journal.Running && outcome != journal.FailedPastPONR {
 		r.log.Printf("run %d: downtime %s", r.ID, d)
 		if _, err := r.Learn(context.WithoutCancel(ctx), factDowntime, d.String()); err != nil {
 			r.Warn("%v", err)

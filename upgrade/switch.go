@@ -56,11 +56,22 @@ func switchAll(ctx context.Context, r *Run, version string) error {
 			r.Warn("%s: the journal records the switch as done, but its links point at %s: switching it again", n.Name, live)
 		}
 		err := r.switchNode(ctx, c, n.Name, version)
-		r.setReady(n.Name, "switch", err == nil)
+		r.perNode.setReady(n.Name, "switch", err == nil)
 		return onNode(n.Name, err)
 	})
 	if already > 0 {
 		r.Note("%d of %d already at %s", already, len(r.Online), version)
 	}
 	return err
+}
+
+// switchNode points node's links at version and remembers it, so that a reboot of the node
+// before its daemons start has its switch redone.
+func (r *Run) switchNode(ctx context.Context, c Conn, node, version string) error {
+	if err := r.Layout.Switch(ctx, c, version); err != nil {
+		return err
+	}
+	dir, _ := r.Layout.VersionDir(version)
+	r.perNode.switchedTo(node, version, dir)
+	return nil
 }

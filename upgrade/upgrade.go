@@ -124,7 +124,7 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	res.Run, res.Log = r.ID, r.log.Path()
 	res.Backup = r.Backup
 	res.Duration = time.Since(start)
-	res.Downtime = r.downtime()
+	res.Downtime = r.perNode.downtime(r.factsCopy())
 	res.Batches = r.Batches
 	res.Watched = r.watch.Window > 0
 	if r.rollbackApplies(err) {

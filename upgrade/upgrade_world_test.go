@@ -292,7 +292,7 @@ func TestUpgradeStagesOnAWorld(t *testing.T) {
 			state: journal.Failed, err: "config-upgrade and start failed",
 			calls: []string{"node1: start", "node2: start"},
 			check: func(t *testing.T, w *upgradetest.World, r *Run) {
-				if why := r.notReadyWhy("node3"); why != "its config copy failed" {
+				if why := r.perNode.notReadyWhy("node3"); why != "its config copy failed" {
 					t.Errorf("node3 is not ready because %q, want its config copy", why)
 				}
 			}},
@@ -306,7 +306,7 @@ func TestUpgradeStagesOnAWorld(t *testing.T) {
 			state: journal.Failed, err: "switch and start failed",
 			calls: []string{"node1: start", "node2: start"},
 			check: func(t *testing.T, w *upgradetest.World, r *Run) {
-				if why := r.notReadyWhy("node3"); why != "its switch failed" {
+				if why := r.perNode.notReadyWhy("node3"); why != "its switch failed" {
 					t.Errorf("node3 is not ready because %q, want its switch", why)
 				}
 			}},

@@ -79,7 +79,7 @@ func checkNode(ctx context.Context, r *Run, c Conn, n nodes.Node, fromDir, toDir
 	if err != nil {
 		return onNode(n.Name, err)
 	}
-	r.sawNode(n.Name, live, true)
+	r.perNode.saw(n.Name, live, true)
 	switch {
 	case fromDir == "":
 	case live == fromDir:
