@@ -155,7 +155,7 @@ func (c *Conn) reap(ctx context.Context, tag string) error {
 	if c.reaped[tag] {
 		return nil
 	}
-	reapOnly := reapLine(tag, c.name, c.tr.fence()) + "exit 0\n"
+	reapOnly := reapLine(tag, c.name, c.tr.fence(), c.pool.connectionOwner()) + "exit 0\n"
 	cmd := &command{line: reapOnly, shown: "kill the commands of " + tag + " left running", script: reapOnly, ownSession: true}
 	if _, err := c.exec(ctx, cmd); err != nil {
 		return err

@@ -76,6 +76,7 @@ type Pool struct {
 	closed bool
 	slots  map[string]*slot
 	tag    string // the command tag; see SetCommandTag
+	owner  string // the connections' owner; see SetConnectionOwner
 
 	noShell   bool   // every command has an SSH session of its own (tests and benchmarks)
 	shellBash string // the command shell's program when not bash (tests)
@@ -211,6 +212,33 @@ func (p *Pool) SetCommandTag(tag string) error {
 	p.tag = tag
 	p.mu.Unlock()
 	return nil
+}
+
+// SetConnectionOwner names the master's state that the pool's connections work for, with the
+// same characters as a command tag; "" (the default) names none. With an owner and a command
+// tag set, a connection's reap (before its first command or file change) ends the node's
+// older SSH connections of the same owner on the node's side, the SFTP requests they still
+// carry with them, and records its own there, so that a request of a connection cutover gave
+// up never acts once a newer one has started (see connScript). Connections of other owners
+// are left alone.
+func (p *Pool) SetConnectionOwner(owner string) error {
+	if err := checkCommandTag(owner); err != nil {
+		return fmt.Errorf("connection owner: %w", err)
+	}
+	p.mu.Lock()
+	p.owner = owner
+	p.mu.Unlock()
+	return nil
+}
+
+// connectionOwner returns the owner set by SetConnectionOwner.
+func (p *Pool) connectionOwner() string {
+	if p == nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.owner
 }
 
 // commandTag returns the tag set by SetCommandTag.

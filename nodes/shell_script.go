@@ -308,7 +308,7 @@ done
 func (c *sshClient) shellLine(bash, tag, node string, reap bool) string {
 	line := ""
 	if reap && tag != "" {
-		line = reapLine(tag, node, c.fence)
+		line = reapLine(tag, node, c.fence, c.owner())
 	}
 	wait := max(int64((c.goWait+time.Second-1)/time.Second), 1)
 	return line + "command -v " + Quote(bash) + " >/dev/null 2>&1 || exit " + strconv.Itoa(shellNoBash) + "\n" +

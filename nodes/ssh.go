@@ -49,6 +49,8 @@ type sshClient struct {
 	// of the command tag, and its tagged commands run only while the file still holds it, so a
 	// request of a connection given up for a newer one never acts (see fenceScript).
 	fence string
+	// owner returns the pool's connection owner (see Pool.SetConnectionOwner) when a reap runs.
+	owner func() string
 	// goWait bounds how long the node's command shell waits for the go of a command it asked to
 	// run: the time after which cutover gives the connection up when it hears nothing.
 	goWait time.Duration
@@ -152,6 +154,7 @@ func (p *Pool) dialSSH(ctx context.Context, n Node) (*sshClient, error) {
 
 		fileTimeout: p.cfg.FileTimeout,
 		fence:       newFence(),
+		owner:       p.connectionOwner,
 		goWait:      p.cfg.KeepaliveInterval * time.Duration(p.cfg.KeepaliveMax),
 	}
 	go func() {

@@ -39,7 +39,7 @@ func (t *sshTransport) run(ctx context.Context, cmd *command, stdout, stderr io.
 	}
 	remote := sshLine(cmd.shellCode(), cmd.tag, t.node, t.c.fence)
 	if cmd.reapFirst {
-		remote = reapLine(cmd.tag, t.node, t.c.fence) + remote
+		remote = reapLine(cmd.tag, t.node, t.c.fence, t.c.owner()) + remote
 	}
 	code, err := t.c.run(ctx, remote, stdout, stderr)
 	return outcome{code: code}, err

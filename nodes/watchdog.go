@@ -158,7 +158,9 @@ exec sh -c "$1" 3<&-
 // reapScript first writes the connection's fence $g (when not "") to tag $t's fence file, then
 // kills the commands recorded under $t for node $n whose process still runs (same boot, same
 // start time) with their process group, and removes every record of $t for $n (and unreadable
-// ones of $t). It never exits, so that a command line may follow it.
+// ones of $t); then, for an owner $o (not ""), it ends the node's older connections of that
+// owner and records its own (see connScript). It never exits, so that a command line may follow
+// it.
 const reapScript = recordDirScript + fenceScript + `{ read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=-
 ` + procStatScript + `[ -n "$cutover_dir" ] && [ -d "$cutover_dir" ] && for f in "$cutover_dir/$t".*; do
 	[ -f "$f" ] || continue
@@ -176,7 +178,8 @@ const reapScript = recordDirScript + fenceScript + `{ read -r b </proc/sys/kerne
 	fi
 	rm -f "$f"
 done
-`
+` + connScript
+
 
 // watchdogArgs are the arguments of the sh that runs line under the
 // watchdog, in mode "local", "input" or "ssh", with the connection's fence ("" for none).
@@ -192,10 +195,12 @@ func sshLine(line, tag, node, fence string) string {
 }
 
 // reapLine is the start of a command line that fences tag on node for the connection whose
-// fence is fence and kills what commands of tag left running there; it ends with a newline,
-// and the line goes on with what runs next.
-func reapLine(tag, node, fence string) string {
-	return "t=" + Quote(tag) + " n=" + Quote(node) + " g=" + Quote(fence) + "\n" + reapScript
+// fence is fence and kills what commands of tag left running there, and, for an owner (not
+// ""), ends the node's older connections of that owner; it ends with a newline, and the line
+// goes on with what runs next. Only a line that the login shell of an SSH connection runs (or a
+// command that shell starts) may carry an owner: the connection it records is its sshd.
+func reapLine(tag, node, fence, owner string) string {
+	return "t=" + Quote(tag) + " n=" + Quote(node) + " g=" + Quote(fence) + " o=" + Quote(owner) + "\n" + reapScript
 }
 
 // fenceScript writes the connection's fence $g, when not "", to the fence file of tag $t and node $n,
@@ -216,6 +221,56 @@ const fenceScript = `if [ -n "$g" ] && [ -n "$cutover_dir" ]; then
 	[ -d "$cutover_dir" ] || mkdir -p -m 700 "$cutover_dir" 2>/dev/null
 	{ printf '%s\n' "$g" >"$cutover_dir/$t.$n.fence-$$" && mv -f "$cutover_dir/$t.$n.fence-$$" "$cutover_dir/$t.$n.fence"; } 2>/dev/null
 	find "$cutover_dir" -maxdepth 1 -name '*.fence' -mtime +7 -exec rm -f {} + 2>/dev/null
+fi
+`
+
+// connScript ends the node's older SSH connections of owner $o and records this one, for a
+// connection with a fence $g, when $o is not "". A connection that cutover gave up (its
+// keepalive failed) still holds what cutover wrote to it: a held packet may deliver an SFTP
+// request (a rename, a write) once the network heals, after the run went on through a newer
+// connection, rolled back or said that nothing changed. Tagged commands are fenced (see
+// fenceScript); an SFTP request is not, so the newer connection's reap ends the older
+// connection on the node's side before anything else: what reaches it later meets a closed
+// connection. Each connection records its sshd (the process that serves its channels, the
+// parent of its login shell, or of the watchdog's sh under it) in the record directory, as
+// .conn.OWNER.FENCE holding "PID START BOOT NODE"; the reap of a connection of the same owner
+// to the same node with another fence kills that process, and the SFTP server it runs, only
+// when it is still the same process (same boot, same start time) and is an sshd, and removes
+// the record. The owner names the master's state directory, so a master's runs end each
+// other's connections (a run's and its rollback run's), and never another master's or a
+// test's. Records of a week ago are removed. Only an SSH connection's reap carries an owner:
+// the master's own commands have no sshd to record.
+const connScript = `if [ -n "$o" ] && [ -n "$g" ] && [ -n "$cutover_dir" ] && [ -d "$cutover_dir" ]; then
+	cutover_ppid() { set -- ${1##*) }; cutover_pp=$2; }
+	for f in "$cutover_dir/.conn.$o".*; do
+		[ -f "$f" ] && ! [ -L "$f" ] && [ "${f##*.}" != "$g" ] || continue
+		rp= rs= rb= rn=
+		{ read -r rp rs rb rn <"$f"; } 2>/dev/null
+		[ "$rn" = "$n" ] || continue
+		case $rp in ''|0|1|*[!0-9]*) rp=;; esac
+		if [ -n "$rp" ] && [ "$rb" = "$b" ] && { read -r l </proc/"$rp"/stat; } 2>/dev/null; then
+			cutover_pstat "$l"
+			c=
+			{ read -r c </proc/"$rp"/comm; } 2>/dev/null
+			if [ "$cutover_start" = "$rs" ]; then
+				case $c in sshd|sshd-session) pkill -KILL -P "$rp" -x sftp-server 2>/dev/null; kill -KILL "$rp" 2>/dev/null;; esac
+			fi
+		fi
+		rm -f "$f"
+	done
+	find "$cutover_dir" -maxdepth 1 -name '.conn.*' -mtime +7 -exec rm -f {} + 2>/dev/null
+	p=$$ i=0
+	while [ $i -lt 2 ] && { read -r l </proc/"$p"/stat; } 2>/dev/null; do
+		cutover_ppid "$l"
+		p=$cutover_pp c=
+		{ read -r c </proc/"$p"/comm; } 2>/dev/null
+		case $c in sshd|sshd-session)
+			{ read -r l </proc/"$p"/stat; } 2>/dev/null && cutover_pstat "$l" &&
+				{ printf '%s %s %s %s\n' "$p" "$cutover_start" "$b" "$n" >"$cutover_dir/.conn.$o.$g"; } 2>/dev/null
+			break;;
+		esac
+		i=$((i + 1))
+	done
 fi
 `
 

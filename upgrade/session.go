@@ -356,6 +356,16 @@ type poolDialer struct{ p *nodes.Pool }
 // nodes.Pool.SetCommandTag.
 func (d poolDialer) SetCommandTag(tag string) error { return d.p.SetCommandTag(tag) }
 
+// SetConnectionOwner names the master's state the pool's connections work for; see
+// nodes.Pool.SetConnectionOwner.
+func (d poolDialer) SetConnectionOwner(owner string) error { return d.p.SetConnectionOwner(owner) }
+
+// connectionOwner is a Dialer whose connections end the node's older connections of the same
+// owner when they start working, so that a request of a connection the run gave up never acts.
+type connectionOwner interface {
+	SetConnectionOwner(owner string) error
+}
+
 // commandTagger is a Dialer that can record the commands it runs under a run's tag, so that
 // a later execution of the run kills what a dead one left running on a node.
 type commandTagger interface {
@@ -366,7 +376,10 @@ type commandTagger interface {
 // where <state> names the state directory (run ids count per journal, and one host may hold
 // several): the first command of this execution on each node first kills what an earlier,
 // dead execution of the same run left running there, so a resumed run never races a command
-// of a dead one.
+// of a dead one. The connections' owner is the state directory's <state>: a node's first
+// reap of this execution also ends the connections to it that an earlier execution, or an
+// earlier connection of this one, still holds open there (a run's and its rollback run's
+// alike), whatever requests they carry.
 func (r *Run) tagCommands() error {
 	t, ok := r.dial.(commandTagger)
 	if !ok || r.ID == 0 {
@@ -375,6 +388,11 @@ func (r *Run) tagCommands() error {
 	state := sha256.Sum256([]byte(r.Config.Paths.StateDir))
 	if err := t.SetCommandTag(fmt.Sprintf("run-%d-%x", r.ID, state[:6])); err != nil {
 		return fmt.Errorf("command records: %w", err)
+	}
+	if o, ok := r.dial.(connectionOwner); ok {
+		if err := o.SetConnectionOwner(fmt.Sprintf("%x", state[:6])); err != nil {
+			return fmt.Errorf("command records: %w", err)
+		}
 	}
 	return nil
 }
