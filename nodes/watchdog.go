@@ -180,7 +180,6 @@ const reapScript = recordDirScript + fenceScript + `{ read -r b </proc/sys/kerne
 done
 ` + connScript
 
-
 // watchdogArgs are the arguments of the sh that runs line under the
 // watchdog, in mode "local", "input" or "ssh", with the connection's fence ("" for none).
 func watchdogArgs(mode, line, tag, node, fence string) []string {
