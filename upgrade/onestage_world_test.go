@@ -14,9 +14,10 @@ import (
 )
 
 // worldCase is one stage run alone through the Runner on a fake cluster: the world before
-// (opts, setup, config, facts an earlier stage learned), then what the journal says of the
-// stage (state, learned facts) and the world after (links, the commands each node ran, and
-// whatever check looks at), then, when undo is set, what the stage's Undo leaves.
+// (opts, setup, config, prepare, facts an earlier stage learned), then what the journal says
+// of the stage (state, learned facts) and the world after (links, the commands each node ran,
+// and whatever check looks at), then, when undo is set, what the stage's Undo leaves. It is
+// the one shape of the tests that run a stage on a World.
 type worldCase struct {
 	name     string
 	opts     upgradetest.Options // Live is from when empty
@@ -26,7 +27,12 @@ type worldCase struct {
 	facts    map[string]string // what an earlier stage of the run learned
 	past     bool              // the run is past its point of no return
 	before   []Stage           // stages that run ahead of stage, in the same Runner
-	stage    Stage
+	// prepare gives the run what it holds beyond its config: its dialer, its watch plan.
+	prepare func(t *testing.T, w *upgradetest.World, r *Run)
+	stage   Stage
+	// alone runs the stage without the Runner and journals it done: the Runner releases what
+	// a releaser holds (the intent) at the end of the run, before check could look at it.
+	alone bool
 
 	state   journal.State
 	err     string            // part of the run's error; "" for none
@@ -37,9 +43,11 @@ type worldCase struct {
 	undo    *worldUndo
 }
 
-// worldUndo is what a stage's Undo leaves: every command run so far, and whatever check looks at.
+// worldUndo is what a stage's Undo leaves: every command run so far, the links, and whatever
+// check looks at.
 type worldUndo struct {
 	calls []string
+	links map[string]string // node -> the version its links name after the undo
 	check func(t *testing.T, w *upgradetest.World, r *Run)
 }
 
@@ -65,6 +73,9 @@ func (tt worldCase) run(t *testing.T) {
 	if tt.config != nil {
 		tt.config(r.Config)
 	}
+	if tt.prepare != nil {
+		tt.prepare(t, w, r)
+	}
 	r.pastPONR = tt.past
 	ctx := context.Background()
 	for k, v := range tt.facts {
@@ -72,7 +83,15 @@ func (tt worldCase) run(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := (&Runner{Stages: append(slices.Clone(tt.before), tt.stage)}).Execute(ctx, r)
+	var err error
+	if tt.alone {
+		err = tt.stage.Run(ctx, r)
+		if _, jerr := r.journal.Record(ctx, r.ID, journal.Event{Stage: tt.stage.Name(), State: journal.Done}); jerr != nil {
+			t.Fatal(jerr)
+		}
+	} else {
+		err = (&Runner{Stages: append(slices.Clone(tt.before), tt.stage)}).Execute(ctx, r)
+	}
 	switch {
 	case tt.err == "" && err != nil:
 		t.Errorf("run: %v", err)
@@ -91,11 +110,7 @@ func (tt worldCase) run(t *testing.T) {
 			t.Errorf("journal fact %s = %q, want %q", k, jr.Facts[k], v)
 		}
 	}
-	for node, v := range tt.links {
-		if got := w.Links(node); got != w.At(v) {
-			t.Errorf("%s links %s, want %s", node, got, w.At(v))
-		}
-	}
+	wantLinks(t, "run", w, tt.links)
 	if got := w.AllCalls(); !slices.Equal(got, tt.calls) {
 		t.Errorf("commands %q, want %q", got, tt.calls)
 	}
@@ -112,11 +127,22 @@ func (tt worldCase) run(t *testing.T) {
 	if err := u.Undo(ctx, r); err != nil {
 		t.Errorf("undo: %v", err)
 	}
+	wantLinks(t, "undo", w, tt.undo.links)
 	if got := w.AllCalls(); !slices.Equal(got, tt.undo.calls) {
 		t.Errorf("undo: commands %q, want %q", got, tt.undo.calls)
 	}
 	if tt.undo.check != nil {
 		tt.undo.check(t, w, r)
+	}
+}
+
+// wantLinks checks the version each node's links name, node -> version, after when.
+func wantLinks(t *testing.T, when string, w *upgradetest.World, links map[string]string) {
+	t.Helper()
+	for node, v := range links {
+		if got := w.Links(node); got != w.At(v) {
+			t.Errorf("%s: %s links %s, want %s", when, node, got, w.At(v))
+		}
 	}
 }
 

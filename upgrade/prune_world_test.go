@@ -3,11 +3,15 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/staging"
 	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
@@ -72,13 +76,100 @@ func TestPruneStagesOnAWorld(t *testing.T) {
 	})
 }
 
-// TestStagingCheckOnAWorld runs the stage run's check alone on a fake cluster.
-func TestStagingCheckOnAWorld(t *testing.T) {
+// TestStagingStagesOnAWorld runs the stage run's check, send and place on a fake cluster: the
+// check alone on three nodes, and the three in turn on a Rooted one-node World whose master is
+// this host, through the real local transport, so that the trees of 1.2.0 really travel.
+func TestStagingStagesOnAWorld(t *testing.T) {
 	job := func(version string) *stagingJob {
 		return &stagingJob{version: version, states: map[string][2]treeState{}, already: map[string]bool{}, replacing: map[string]bool{}}
 	}
+	local := upgradetest.Options{Nodes: []string{"master"}, Rooted: true}
+	sending, placing := stagedJob(), stagedJob()
 	runWorldCases(t, []worldCase{
 		{name: "check refuses the live version on every node, and runs nothing",
 			from: "1.0.0", to: "1.0.0", stage: stagingCheck{job("1.0.0")}, state: journal.Failed, err: "1.0.0 is the live version"},
+		{name: "send brings both trees into their temporary directories beside their places, and nothing into place",
+			opts: local, from: "1.0.0", to: "1.0.0", prepare: sending.prepare, before: []Stage{stagingCheck{sending.job}},
+			stage: stagingSend{sending.job}, state: journal.Done, links: map[string]string{"master": "1.0.0"},
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				for i, final := range []string{sending.job.libDir, sending.job.shareDir} {
+					sending.wantTree(t, i, staging.TempDir(final), false)
+					if _, err := os.Lstat(final); !os.IsNotExist(err) {
+						t.Errorf("%s is there after the send alone (%v)", final, err)
+					}
+				}
+				if got, want := sending.job.bytes.Load(), sending.job.diskNeeded; got != want {
+					t.Errorf("sent %d bytes, want the trees' %d", got, want)
+				}
+			}},
+		{name: "place renames the sent trees into place with their manifests, and leaves the live version live",
+			opts: local, from: "1.0.0", to: "1.0.0", prepare: placing.prepare, before: []Stage{stagingCheck{placing.job}, stagingSend{placing.job}},
+			stage: stagingPlace{placing.job}, state: journal.Done, links: map[string]string{"master": "1.0.0"},
+			check: func(t *testing.T, w *upgradetest.World, r *Run) {
+				for i, final := range []string{placing.job.libDir, placing.job.shareDir} {
+					placing.wantTree(t, i, final, true)
+					if _, err := os.Stat(staging.ManifestPath(final)); err != nil {
+						t.Errorf("the manifest of %s: %v", final, err)
+					}
+					if _, err := os.Lstat(staging.TempDir(final)); !os.IsNotExist(err) {
+						t.Errorf("%s is still there after the place (%v)", staging.TempDir(final), err)
+					}
+				}
+			}},
 	})
 }
+
+// stagedCase is a staging of 1.2.0 from a directory of this host onto a World's master through
+// the real local transport: its job, filled by prepare, and the source trees.
+type stagedCase struct {
+	job   *stagingJob
+	trees [2]*staging.Tree
+}
+
+func stagedJob() *stagedCase {
+	return &stagedCase{job: &stagingJob{version: "1.2.0", src: &stagingSource{}, states: map[string][2]treeState{},
+		sent: map[string][2]*staging.Sent{}, already: map[string]bool{}, replacing: map[string]bool{}}}
+}
+
+// prepare writes the source trees, fills the job for r's layout and dials the master locally.
+func (s *stagedCase) prepare(t *testing.T, w *upgradetest.World, r *Run) {
+	src := t.TempDir()
+	for name, data := range map[string]string{"lib/usr/sbin/app": "1.2.0 binary\n", "share/VERSION": "1.2.0\n", "share/doc/changes": "new\n"} {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, dir := range []string{"lib", "share"} {
+		tree, err := staging.ReadTree(filepath.Join(src, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.trees[i] = tree
+	}
+	lib, share, err := r.Layout.Trees(s.job.version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.job.lib, s.job.share, s.job.libDir, s.job.shareDir = s.trees[0], s.trees[1], lib, share
+	s.job.diskNeeded = s.trees[0].Bytes + s.trees[1].Bytes
+	r.dial = localDialer{upgradetest.LocalConn(t)}
+}
+
+// wantTree checks that dir holds the i-th source tree (lib, share): its entries, and the mode
+// of its root once placed (a temporary directory is private until then).
+func (s *stagedCase) wantTree(t *testing.T, i int, dir string, placed bool) {
+	t.Helper()
+	got, err := staging.ReadTree(dir)
+	if err != nil || !slices.Equal(got.Entries, s.trees[i].Entries) || placed && !got.Equal(s.trees[i]) {
+		t.Errorf("%s is not the staged tree (err %v):\n got %+v\nwant %+v", dir, err, got, s.trees[i])
+	}
+}
+
+// localDialer hands the one connection to this host to a run, for every node.
+type localDialer struct{ c Conn }
+
+func (d localDialer) Conn(context.Context, string) (Conn, error) { return d.c, nil }
