@@ -76,30 +76,7 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	bctx, cancel := context.WithTimeoutCause(ctx, timeout, errBatchTimeout)
 	defer cancel()
 	r.reportBatch(b, "started", fmt.Sprintf("%s of %d: %s", b.label(), b.of, strings.Join(b.nodes, ", ")), nil)
-	var mu sync.Mutex
-	ok := map[string]bool{}
-	err = r.OnNodes(bctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		start := time.Now()
-		err := r.rollNode(ctx, c, n.Name, r.To, true)
-		state := "node-ok"
-		if err != nil {
-			state = "node-failed"
-		} else {
-			mu.Lock()
-			ok[n.Name] = true
-			mu.Unlock()
-		}
-		r.reportBatch(b, state, n.Name, []NodeReport{{Node: n.Name, OK: err == nil, Error: errText(err), Duration: time.Since(start)}})
-		return err
-	})
-	// A node that could not be reached, or did not finish in time, failed as surely as one
-	// whose verify failed: every node of the batch that did not end well counts.
-	var failed []string
-	for _, n := range list {
-		if !ok[n.Name] {
-			failed = append(failed, n.Name)
-		}
-	}
+	failed, err := b.roll(bctx, r, list)
 	switch {
 	case err == nil:
 		r.Note("%s", strings.Join(b.nodes, ", "))
@@ -123,6 +100,45 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 		// The master runs the config migration after the last batch: it is never left behind.
 		return fmt.Errorf("the master %s failed in %s, and the master is never left behind: %w", r.Inventory.Master, b.Name(), err)
 	}
+	return b.tolerate(ctx, r, list, failed, err)
+}
+
+// roll switches the nodes of list to the run's target in parallel (rollNode), reporting each
+// node's end, and returns the nodes that failed: a node that could not be reached, or did not
+// finish in time, failed as surely as one whose verify failed, so every node of the batch
+// that did not end well counts.
+func (b batch) roll(ctx context.Context, r *Run, list []nodes.Node) (failed []string, err error) {
+	var mu sync.Mutex
+	ok := map[string]bool{}
+	err = r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
+		start := time.Now()
+		err := r.rollNode(ctx, c, n.Name, r.To, true)
+		state := "node-ok"
+		if err != nil {
+			state = "node-failed"
+		} else {
+			mu.Lock()
+			ok[n.Name] = true
+			mu.Unlock()
+		}
+		r.reportBatch(b, state, n.Name, []NodeReport{{Node: n.Name, OK: err == nil, Error: errText(err), Duration: time.Since(start)}})
+		return err
+	})
+	for _, n := range list {
+		if !ok[n.Name] {
+			failed = append(failed, n.Name)
+		}
+	}
+	return failed, err
+}
+
+// tolerate ends a batch of list whose failed nodes failed it (err): over the failure budget
+// the batch fails; within it the failed nodes are left behind at the source, switched back
+// where they can be reached, and the run goes on (a toleratedError); 'cutover sync' catches
+// them up later. A node that cannot be switched back is in a state cutover could not confirm
+// (cut off after its switch or its start, it may run the target on the source's config): it
+// is reported as such, never as left at the source, and journaled for 'cutover status'.
+func (b batch) tolerate(ctx context.Context, r *Run, list []nodes.Node, failed []string, err error) error {
 	for _, n := range failed {
 		if _, lerr := r.Learn(ctx, factFailedPrefix+n, b.Name()); lerr != nil {
 			return errors.Join(err, lerr)
@@ -132,11 +148,6 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	if len(total) > budget {
 		return fmt.Errorf("%s failed: %s failed in this run (%s), more than strategy.max_failed = %d: %w", joinNames(failed), plural(len(total), "node"), joinNames(total), budget, err)
 	}
-	// Within the budget the failed nodes are left behind at the source, switched back where
-	// they can be reached, and the run goes on; 'cutover sync' catches them up later. A node
-	// that cannot be switched back is in a state cutover could not confirm (cut off after its
-	// switch or its start, it may run the target on the source's config): it is reported as
-	// such, never as left at the source, and journaled for 'cutover status'.
 	r.Warn("%s failed (%d of strategy.max_failed = %d): left behind, the run goes on", joinNames(failed), len(total), budget)
 	var back []nodes.Node
 	for _, n := range list {
@@ -144,6 +155,7 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 			back = append(back, n)
 		}
 	}
+	var mu sync.Mutex
 	var unknown []string
 	_ = r.OnNodes(ctx, back, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		err := r.rollNode(ctx, c, n.Name, r.From, false)

@@ -156,166 +156,218 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	defer signal.Stop(sigs)
 	stageCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		for s := range sigs {
-			rn.mu.Lock()
-			switch {
-			case rn.past && rn.leave != nil:
-				if r.Kind == KindSync {
-					r.Warn("received %s: ending the sync's watch early", s)
-				} else {
-					r.Warn("received %s: leaving the watch to 'cutover upgrade --resume' (or the boot resume); 'cutover upgrade --abort' ends it", s)
-				}
-				rn.leave(&signalled{s})
-			case rn.past:
-				r.Warn("received %s past the point of no return: ignored, the run goes on to the end", s)
-			case rn.interrupted != nil:
-				r.Warn("received %s again: still undoing, the undo is not skipped", s)
-			default:
-				rn.interrupted = s
-				r.Warn("received %s: stopping and undoing what was done", s)
-				cancel()
-			}
-			rn.mu.Unlock()
-		}
-	}()
+	go rn.onSignals(r, sigs, cancel)
 
 	rn.past = r.pastPONR
-	ponr := PONRStage(rn.Stages, r.Direction)
 	if rn.Redo && !rn.past {
 		if err := rn.undoStarted(ctx, r); err != nil {
 			return pastPONR(fmt.Errorf("run %d: undoing what its earlier execution did, before starting it again: %w; the intent is kept: fix the cause and run 'cutover upgrade --resume' or '--abort'", r.ID, err))
 		}
 	}
-	type step struct {
-		i  int
-		st Stage
+	ex := &execution{ctx: ctx, stageCtx: stageCtx, r: r, ponr: PONRStage(rn.Stages, r.Direction), confirmed: rn.Confirm == nil}
+	for _, sp := range rn.steps() {
+		if end, err := rn.step(ex, sp); end {
+			return err
+		}
 	}
-	var steps []step
+	return rn.end(ctx, r)
+}
+
+// onSignals handles SIGINT and SIGTERM while the run goes on: before the point of no return
+// the first one cancels the stages (cancel) and the run is undone; past it, one ends a watch
+// that leaves on a signal (leaver) and is otherwise ignored.
+func (rn *Runner) onSignals(r *Run, sigs <-chan os.Signal, cancel context.CancelFunc) {
+	for s := range sigs {
+		rn.mu.Lock()
+		switch {
+		case rn.past && rn.leave != nil:
+			if r.Kind == KindSync {
+				r.Warn("received %s: ending the sync's watch early", s)
+			} else {
+				r.Warn("received %s: leaving the watch to 'cutover upgrade --resume' (or the boot resume); 'cutover upgrade --abort' ends it", s)
+			}
+			rn.leave(&signalled{s})
+		case rn.past:
+			r.Warn("received %s past the point of no return: ignored, the run goes on to the end", s)
+		case rn.interrupted != nil:
+			r.Warn("received %s again: still undoing, the undo is not skipped", s)
+		default:
+			rn.interrupted = s
+			r.Warn("received %s: stopping and undoing what was done", s)
+			cancel()
+		}
+		rn.mu.Unlock()
+	}
+}
+
+// stageAt is one stage of an execution: its index in Stages, -1 for a stage of the Prelude.
+type stageAt struct {
+	i  int
+	st Stage
+}
+
+// steps are the stages this execution runs, in order: the Prelude, then Stages from Start.
+func (rn *Runner) steps() []stageAt {
+	var steps []stageAt
 	for _, st := range rn.Prelude {
-		steps = append(steps, step{-1, st})
+		steps = append(steps, stageAt{-1, st})
 	}
 	for i := rn.Start; i < len(rn.Stages); i++ {
-		steps = append(steps, step{i, rn.Stages[i]})
+		steps = append(steps, stageAt{i, rn.Stages[i]})
 	}
-	confirmed := rn.Confirm == nil
-	for _, sp := range steps {
-		i, st := sp.i, sp.st
-		if o, ok := st.(onceOnly); ok && o.Once() && r.doneBefore(st.Name()) {
-			rn.record(ctx, r, i, st, journal.Skipped, 0, "done by an earlier execution of this run")
-			continue
+	return steps
+}
+
+// execution is what the steps of one Execute share: its context, the context signals cancel
+// (stageCtx), the run, the name of its point-of-no-return stage, and whether the operator
+// confirmed the run (or had not to).
+type execution struct {
+	ctx, stageCtx context.Context
+	r             *Run
+	ponr          string
+	confirmed     bool
+}
+
+// step runs one stage of the execution ex, or skips it, and records its outcome. end is true
+// when the run ends with it, err being what Execute returns.
+func (rn *Runner) step(ex *execution, sp stageAt) (end bool, err error) {
+	ctx, r, i, st := ex.ctx, ex.r, sp.i, sp.st
+	if o, ok := st.(onceOnly); ok && o.Once() && r.doneBefore(st.Name()) {
+		rn.record(ctx, r, i, st, journal.Skipped, 0, "done by an earlier execution of this run")
+		return false, nil
+	}
+	if s, ok := st.(skipper); ok && s.Skip(r) {
+		rn.record(ctx, r, i, st, journal.Skipped, 0, "")
+		return false, nil
+	}
+	if _, ro := st.(readOnly); !ro && !ex.confirmed {
+		ex.confirmed = true
+		if err := rn.Confirm(ex.stageCtx, r); err != nil {
+			rn.finish(ctx, r, journal.Aborted)
+			return true, err
 		}
-		if s, ok := st.(skipper); ok && s.Skip(r) {
-			rn.record(ctx, r, i, st, journal.Skipped, 0, "")
-			continue
+		if err := rn.journalEarly(ctx, r); err != nil {
+			return true, err
 		}
-		if _, ro := st.(readOnly); !ro && !confirmed {
-			confirmed = true
-			if err := rn.Confirm(stageCtx, r); err != nil {
-				rn.finish(ctx, r, journal.Aborted)
-				return err
-			}
-			if err := rn.journalEarly(ctx, r); err != nil {
-				return err
-			}
+	}
+	isPONR, past, err := rn.enter(ex, sp)
+	if err != nil {
+		return true, err
+	}
+	runCtx := ex.stageCtx
+	if past {
+		runCtx = ctx // past the point of no return, signals no longer stop a stage
+	}
+	r.markStarted(st.Name())
+	start := r.now()
+	err = rn.runStage(runCtx, r, st, past)
+	return rn.ended(ex, sp, err, r.now().Sub(start), isPONR, past)
+}
+
+// enter begins stage sp: it stops the run (undoing it) when a signal arrived before the point
+// of no return, crosses the point of no return durably when sp is its stage, and journals that
+// the stage started. isPONR is whether sp is the point-of-no-return stage, past whether the
+// run is past that point; a non-nil error is what Execute returns.
+func (rn *Runner) enter(ex *execution, sp stageAt) (isPONR, past bool, err error) {
+	ctx, r, i, st := ex.ctx, ex.r, sp.i, sp.st
+	rn.mu.Lock()
+	stop := ex.stageCtx.Err() != nil && !rn.past
+	// The point-of-no-return stage is that until it completes: a resumed run whose
+	// earlier execution died in it runs it as such again, so that a failure that
+	// changed nothing still rolls the run back.
+	isPONR = !stop && i >= 0 && st.Name() == ex.ponr && !r.doneBefore(ex.ponr)
+	markPONR := isPONR && !rn.past
+	rn.mu.Unlock()
+	if stop {
+		return false, false, rn.rollBack(ctx, r, rn.interruptErr())
+	}
+	msg := ""
+	if markPONR {
+		// The point of no return is durable before the stage changes anything; a run
+		// that cannot record it does not cross it.
+		if err := r.setPastPONR(ctx, true); err != nil {
+			return false, false, rn.rollBack(ctx, r, fmt.Errorf("%s: the journal cannot record the point of no return, so it is not crossed: %w", st.Name(), err))
 		}
-		rn.mu.Lock()
-		stop := stageCtx.Err() != nil && !rn.past
-		// The point-of-no-return stage is that until it completes: a resumed run whose
-		// earlier execution died in it runs it as such again, so that a failure that
-		// changed nothing still rolls the run back.
-		isPONR := !stop && i >= 0 && st.Name() == ponr && !r.doneBefore(ponr)
-		markPONR := isPONR && !rn.past
-		rn.mu.Unlock()
-		if stop {
-			return rn.rollBack(ctx, r, rn.interruptErr())
+		rn.setPast(true)
+	}
+	if isPONR {
+		msg = "point of no return"
+	}
+	rn.mu.Lock()
+	past = rn.past
+	rn.mu.Unlock()
+	rn.beginStage(r, i, st)
+	rn.renewPause(ctx, r, st)
+	if err := rn.record(ctx, r, i, st, journal.Started, 0, msg); err != nil && (!past || isPONR) {
+		// Before the point of no return, an undo after a crash needs to know the stage
+		// started: without that record the stage does not run. The point of no return
+		// is not crossed either, unless the journal cannot take its mark back.
+		if !isPONR || r.setPastPONR(ctx, false) == nil {
+			rn.setPast(false)
+			return false, false, rn.rollBack(ctx, r, fmt.Errorf("%s: %w", st.Name(), err))
 		}
-		msg := ""
-		if markPONR {
-			// The point of no return is durable before the stage changes anything; a run
-			// that cannot record it does not cross it.
-			if err := r.setPastPONR(ctx, true); err != nil {
-				return rn.rollBack(ctx, r, fmt.Errorf("%s: the journal cannot record the point of no return, so it is not crossed: %w", st.Name(), err))
-			}
-			rn.mu.Lock()
-			rn.past = true
-			rn.mu.Unlock()
-		}
-		if isPONR {
-			msg = "point of no return"
-		}
-		rn.mu.Lock()
-		past := rn.past
-		rn.mu.Unlock()
-		runCtx := stageCtx
-		if past {
-			runCtx = ctx // past the point of no return, signals no longer stop a stage
-		}
-		rn.beginStage(r, i, st)
-		rn.renewPause(ctx, r, st)
-		if err := rn.record(ctx, r, i, st, journal.Started, 0, msg); err != nil && (!past || isPONR) {
-			// Before the point of no return, an undo after a crash needs to know the stage
-			// started: without that record the stage does not run. The point of no return
-			// is not crossed either, unless the journal cannot take its mark back.
-			if !isPONR || r.setPastPONR(ctx, false) == nil {
-				rn.mu.Lock()
-				rn.past = false
-				rn.mu.Unlock()
-				return rn.rollBack(ctx, r, fmt.Errorf("%s: %w", st.Name(), err))
-			}
-		}
-		r.markStarted(st.Name())
-		start := r.now()
-		err := rn.runStage(runCtx, r, st, past)
-		d := r.now().Sub(start)
-		if isWatchLeft(err) {
-			// The watch is left pending: its stage stays started, the run unfinished.
-			r.log.Printf("run %d: %v", r.ID, err)
-			return pastPONR(err)
-		}
-		if errors.Is(err, errSkipped) {
-			rn.record(ctx, r, i, st, journal.Skipped, d, "")
-			continue
-		}
-		if err == nil {
-			rn.record(ctx, r, i, st, journal.Done, d, "")
-			continue
-		}
-		rn.record(ctx, r, i, st, journal.Failed, d, err.Error())
-		var tol *toleratedError
-		if errors.As(err, &tol) {
-			// A batch failed within the failure budget: the run goes on.
-			r.mu.Lock()
-			r.tolerated = append(r.tolerated, fmt.Sprintf("%s (%s)", st.Name(), joinNames(tol.nodes)))
-			r.mu.Unlock()
-			r.perNode.leaveBehind(tol.nodes)
-			continue
-		}
-		if isPONR && isNotCrossed(err) {
-			// The stage failed without changing anything: the run is still before the
-			// point of no return, and rolls back.
-			if perr := r.setPastPONR(ctx, false); perr != nil {
-				r.Warn("journal: %v: the run stays past its point of no return and goes on", perr)
-			} else {
-				rn.mu.Lock()
-				rn.past = false
-				rn.mu.Unlock()
-				past = false
-			}
-		}
-		if past {
-			r.mu.Lock()
-			r.failed = append(r.failed, st.Name())
-			r.mu.Unlock()
-			continue
-		}
-		if ierr := rn.interruptErr(); ierr != nil && stageCtx.Err() != nil {
-			err = fmt.Errorf("%w (%s: %v)", ierr, st.Name(), err)
+	}
+	return isPONR, past, nil
+}
+
+// ended records how stage sp ended (err, after d) and decides what follows: the next stage,
+// the run left pending (a watch left on a signal), or the run rolled back. A batch that failed
+// within the failure budget and a stage that failed past the point of no return let the run
+// go on; a point-of-no-return stage that failed without crossing it rolls the run back. end
+// and its error are step's.
+func (rn *Runner) ended(ex *execution, sp stageAt, err error, d time.Duration, isPONR, past bool) (end bool, _ error) {
+	ctx, r, i, st := ex.ctx, ex.r, sp.i, sp.st
+	if isWatchLeft(err) {
+		// The watch is left pending: its stage stays started, the run unfinished.
+		r.log.Printf("run %d: %v", r.ID, err)
+		return true, pastPONR(err)
+	}
+	if errors.Is(err, errSkipped) {
+		rn.record(ctx, r, i, st, journal.Skipped, d, "")
+		return false, nil
+	}
+	if err == nil {
+		rn.record(ctx, r, i, st, journal.Done, d, "")
+		return false, nil
+	}
+	rn.record(ctx, r, i, st, journal.Failed, d, err.Error())
+	var tol *toleratedError
+	if errors.As(err, &tol) {
+		// A batch failed within the failure budget: the run goes on.
+		r.mu.Lock()
+		r.tolerated = append(r.tolerated, fmt.Sprintf("%s (%s)", st.Name(), joinNames(tol.nodes)))
+		r.mu.Unlock()
+		r.perNode.leaveBehind(tol.nodes)
+		return false, nil
+	}
+	if isPONR && isNotCrossed(err) {
+		// The stage failed without changing anything: the run is still before the
+		// point of no return, and rolls back.
+		if perr := r.setPastPONR(ctx, false); perr != nil {
+			r.Warn("journal: %v: the run stays past its point of no return and goes on", perr)
 		} else {
-			err = fmt.Errorf("%s: %w", st.Name(), err)
+			rn.setPast(false)
+			past = false
 		}
-		return rn.rollBack(ctx, r, err)
 	}
+	if past {
+		r.mu.Lock()
+		r.failed = append(r.failed, st.Name())
+		r.mu.Unlock()
+		return false, nil
+	}
+	if ierr := rn.interruptErr(); ierr != nil && ex.stageCtx.Err() != nil {
+		err = fmt.Errorf("%w (%s: %v)", ierr, st.Name(), err)
+	} else {
+		err = fmt.Errorf("%s: %w", st.Name(), err)
+	}
+	return true, rn.rollBack(ctx, r, err)
+}
+
+// end ends a run whose every stage ran: failed past the point of no return when a stage
+// failed, done otherwise, its intent then released; nodes left behind within the failure
+// budget are named by its error (toleratedErr).
+func (rn *Runner) end(ctx context.Context, r *Run) error {
 	if failed := r.Failed(); len(failed) > 0 {
 		rn.finish(ctx, r, journal.FailedPastPONR)
 		if r.watchOnly() {
@@ -334,6 +386,13 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	// Failures within the budget end the run done with those nodes left behind; they block
 	// nothing, and sync catches them up (docs/design.md §11). Exit 3 names them.
 	return r.toleratedErr()
+}
+
+// setPast sets whether the run is past its point of no return, as the signal handler sees it.
+func (rn *Runner) setPast(past bool) {
+	rn.mu.Lock()
+	rn.past = past
+	rn.mu.Unlock()
 }
 
 // runStage runs st after its hold (a test hook). A stage that leaves on a signal (leaver) past
