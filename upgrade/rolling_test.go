@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -83,33 +82,28 @@ func TestCheckRolling(t *testing.T) {
 	}
 }
 
-// rollingCluster is a syncCluster of four online nodes at 1.0.0, node1 the master, with node
-// commands that record themselves.
+// newRollingCluster is a syncCluster of four online nodes at 1.0.0, node1 the master, with
+// node commands that record themselves, and a rolling run on it.
 func newRollingCluster(t *testing.T, s config.StrategyConfig) (*syncCluster, *Run, *memJournal) {
 	t.Helper()
 	sc := newSimCluster(t, []string{"node1", "node2", "node3", "node4"})
-	dir, inv := sc.dir, sc.inv
+	inv := sc.w.Inventory()
 	if s.BatchTimeout.Duration == 0 {
 		s.BatchTimeout.Duration = time.Minute
 	}
 	s.Mode, s.Order = config.Rolling, []string{config.MasterLast}
-	sc.cfg = &config.Config{
-		App: "app", VersionDirs: "full",
-		Paths: config.PathsConfig{LibDir: "/usr/lib", DataDir: "/usr/share", SysconfDir: "/etc", LocalstateDir: "/var", StateDir: filepath.Join(dir, "state")},
-		SSH:   config.SSHConfig{Parallel: 4},
-		Commands: config.CommandsConfig{
-			DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure-dirs",
-			NodeDrain: "drain {node}", NodeUndrain: "undrain {node}", NodeVerify: "verify {node}",
-		},
-		Strategy: s,
+	sc.cfg.Commands = config.CommandsConfig{
+		DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure-dirs",
+		NodeDrain: "drain {node}", NodeUndrain: "undrain {node}", NodeVerify: "verify {node}",
 	}
+	sc.cfg.Strategy = s
 	lay, err := Layout(sc.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := &memJournal{}
 	r := &Run{ID: 1, Config: sc.cfg, Layout: lay, Inventory: inv, Force: map[string]bool{},
-		Online: inv.Online(), dial: sc, report: sc, journal: j}
+		Online: inv.Online(), dial: worldDialer{sc.w}, report: sc, journal: j}
 	r.Target = Target{From: "1.0.0", To: "1.1.0", Direction: Up}
 	if r.Batches, err = PlanBatches(s, inv); err != nil {
 		t.Fatal(err)
@@ -133,7 +127,7 @@ func rollingRunner(r *Run, ponr *[]string) *Runner {
 func (sc *syncCluster) allLinks() string {
 	var out []string
 	for _, n := range []string{"node1", "node2", "node3", "node4"} {
-		l := sc.links(n)
+		l := sc.w.Links(n)
 		out = append(out, n+"="+strings.TrimPrefix(strings.Fields(l + " x")[0], "/usr/lib/app/"))
 	}
 	return strings.Join(out, " ")
@@ -246,13 +240,14 @@ func TestRollingRun(t *testing.T) {
 			t.Parallel()
 			sc, r, j := newRollingCluster(t, tt.strategy)
 			for _, f := range tt.fail {
-				sc.fail[f] = true
+				sc.fail(f)
 			}
 			for _, n := range tt.down {
-				sc.down[n] = true
+				sc.w.Down(n)
 			}
 			for _, h := range tt.hang {
-				sc.hang[h] = true
+				node, command, _ := strings.Cut(h, " ")
+				sc.w.Hang(node, command)
 			}
 			var ponr []string
 			err := rollingRunner(r, &ponr).Execute(context.Background(), r)
@@ -269,12 +264,12 @@ func TestRollingRun(t *testing.T) {
 				t.Errorf("journal = %v, want %v", got, tt.journal)
 			}
 			for _, n := range tt.untouched {
-				for _, c := range sc.callsOf(n) {
+				for _, c := range sc.w.Calls(n) {
 					if !strings.Contains(c, " ") { // stop, ensure-dirs, start; not a node_* command for another node
 						t.Errorf("%s ran %q, want nothing", n, c)
 					}
 				}
-				for _, c := range sc.callsOf("node1") {
+				for _, c := range sc.w.Calls("node1") {
 					if strings.HasSuffix(c, " "+n) {
 						t.Errorf("the master ran %q, want nothing for %s", c, n)
 					}
@@ -302,11 +297,11 @@ func TestRollingNodeSteps(t *testing.T) {
 	if err := rollingRunner(r, &ponr).Execute(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sc.callsOf("node3"), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
+	if got, want := sc.w.Calls("node3"), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
 		t.Errorf("node3 ran %v, want %v", got, want)
 	}
 	var forNode3 []string
-	for _, c := range sc.callsOf("node1") {
+	for _, c := range sc.w.Calls("node1") {
 		if strings.HasSuffix(c, " node3") {
 			forNode3 = append(forNode3, c)
 		}
@@ -321,8 +316,8 @@ func TestRollingNodeSteps(t *testing.T) {
 func TestRollingResume(t *testing.T) {
 	t.Parallel()
 	sc, r, j := newRollingCluster(t, config.StrategyConfig{BatchSize: 1})
-	sc.link(t, "node2", "1.1.0")
-	sc.link(t, "node3", "1.1.0")
+	sc.w.Link(t, "node2", "1.1.0")
+	sc.w.Link(t, "node3", "1.1.0")
 	r.Resumed = true
 	r.loadJournal(journal.Run{Events: []journal.Event{
 		{Stage: "batch-1", State: journal.Done}, {Stage: "batch-2", State: journal.Started},
@@ -339,7 +334,7 @@ func TestRollingResume(t *testing.T) {
 	if got := sc.allLinks(); got != "node1=1.1.0 node2=1.1.0 node3=1.1.0 node4=1.1.0" {
 		t.Errorf("links = %s", got)
 	}
-	if calls := sc.callsOf("node2"); len(calls) > 0 {
+	if calls := sc.w.Calls("node2"); len(calls) > 0 {
 		t.Errorf("node2 (batch 1, done) ran %v, want nothing", calls)
 	}
 	if got := j.transitions(); got[0] != "batch-2:started" {
@@ -353,7 +348,7 @@ func TestRollingResume(t *testing.T) {
 func TestRollingResumeKeepsTolerated(t *testing.T) {
 	t.Parallel()
 	sc, r, j := newRollingCluster(t, config.StrategyConfig{BatchSize: 1, MaxFailed: 1})
-	sc.link(t, "node2", "1.1.0")
+	sc.w.Link(t, "node2", "1.1.0")
 	r.Resumed = true
 	r.loadJournal(journal.Run{
 		Events: []journal.Event{{Stage: "batch-1", State: journal.Done}, {Stage: "batch-2", State: journal.Started}, {Stage: "batch-2", State: journal.Failed}},
@@ -369,7 +364,7 @@ func TestRollingResumeKeepsTolerated(t *testing.T) {
 	if got := sc.allLinks(); got != "node1=1.1.0 node2=1.1.0 node3=1.0.0 node4=1.1.0" {
 		t.Errorf("links = %s, want node3 left behind", got)
 	}
-	if calls := sc.callsOf("node3"); len(calls) > 0 {
+	if calls := sc.w.Calls("node3"); len(calls) > 0 {
 		t.Errorf("node3 (left behind in batch 2) ran %v, want nothing", calls)
 	}
 	if got := j.transitions(); !slices.Contains(got, "batch-2:skipped") || slices.Contains(got, "batch-2:done") {
@@ -381,18 +376,10 @@ func TestRollingResumeKeepsTolerated(t *testing.T) {
 // first, and the run ends rolled back. (Not parallel: the signal reaches the whole process.)
 func TestRollingSignal(t *testing.T) {
 	sc, r, j := newRollingCluster(t, config.StrategyConfig{BatchSize: 1})
-	sc.hang["node4 start"] = true
+	reached := sc.w.Hang("node4", "start")
 	go func() {
-		for {
-			sc.mu.Lock()
-			reached := !sc.hang["node4 start"]
-			sc.mu.Unlock()
-			if reached {
-				_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		<-reached
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
 	}()
 	var ponr []string
 	err := rollingRunner(r, &ponr).Execute(context.Background(), r)
@@ -409,7 +396,7 @@ func TestRollingSignal(t *testing.T) {
 	if j.outcome != journal.RolledBack {
 		t.Errorf("outcome = %q, want rolled-back", j.outcome)
 	}
-	if calls := sc.callsOf("node1"); slices.Contains(calls, "stop") {
+	if calls := sc.w.Calls("node1"); slices.Contains(calls, "stop") {
 		t.Errorf("the master (batch 4) was stopped: %v", calls)
 	}
 }
@@ -420,7 +407,7 @@ func TestRollingSignal(t *testing.T) {
 func TestRollingDowngradeCanary(t *testing.T) {
 	sc, r, j := newRollingCluster(t, config.StrategyConfig{BatchSize: 2, Canaries: []string{"node2"}, MaxFailed: 3})
 	for _, n := range []string{"node1", "node2", "node3", "node4"} {
-		sc.link(t, n, "1.1.0")
+		sc.w.Link(t, n, "1.1.0")
 	}
 	r.Target = Target{From: "1.1.0", To: "1.0.0", Direction: Down}
 	if got := PONRStage(RollingStages(r.Batches), Down); got != "batch-2" {
@@ -437,7 +424,7 @@ func TestRollingDowngradeCanary(t *testing.T) {
 			stages = append(stages, st)
 		}
 	}
-	sc.fail["node1 verify node2"] = true
+	sc.fail("node1 verify node2")
 	err := (&Runner{Stages: stages}).Execute(context.Background(), r)
 	if err == nil || IsPastPONR(err) || !strings.Contains(err.Error(), "canary node2 failed") {
 		t.Fatalf("Execute() = %v, want the canary's failure before the point of no return", err)

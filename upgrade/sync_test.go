@@ -3,8 +3,6 @@ package upgrade
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,54 +17,15 @@ import (
 	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
-// simConn is a node of a syncCluster: a node of its upgradetest.World (its files, its recorded
-// commands), whose commands can also fail or hang on demand through the cluster's maps.
-type simConn struct {
-	*upgradetest.Node
-	node string
-	cl   *syncCluster
-}
-
-// RunInput runs argv as RunShell runs a script; the fake nodes read no input.
-func (c *simConn) RunInput(ctx context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
-	return c.RunShell(ctx, nodes.QuoteArgs(argv))
-}
-
-// RunShell hangs until ctx ends when hang says so (once, unrecorded), otherwise records the
-// command on the World's node and fails it with exit 7 when fail says so.
-func (c *simConn) RunShell(ctx context.Context, script string) (nodes.Result, error) {
-	c.cl.mu.Lock()
-	hang := c.cl.hang[c.node+" "+script]
-	delete(c.cl.hang, c.node+" "+script) // it hangs once
-	failing := c.cl.fail[c.node+" "+script]
-	c.cl.mu.Unlock()
-	if hang {
-		<-ctx.Done()
-		return nodes.Result{Node: c.node, Command: script}, ctx.Err()
-	}
-	res, err := c.Node.RunShell(ctx, script)
-	if err == nil && failing {
-		return nodes.Result{Node: c.node, Command: script, ExitCode: 7, Stderr: []byte(script + " failed on demand\n")},
-			fmt.Errorf("run %q: exit 7: %s failed on demand", script, script)
-	}
-	return res, err
-}
-
-// syncCluster is a cluster built on an upgradetest.World: node1 (the master) at 1.1.0, node2 at
-// 1.0.0, node3 marked offline at 1.0.0, node4 freshly installed without links. Every node has
-// both versions installed. The master's application config is a real file that redistribute
-// copies.
+// syncCluster runs syncs on an upgradetest.World and records what they report. Its World
+// (newSyncCluster): node1 (the master) at 1.1.0, node2 at 1.0.0, node3 marked offline at
+// 1.0.0, node4 freshly installed without links; every node has both versions installed, and
+// the master's application config is a real file that redistribute copies.
 type syncCluster struct {
-	w     *upgradetest.World
-	dir   string
-	cfg   *config.Config
-	inv   *nodes.Inventory
-	conns map[string]*simConn
-	down  map[string]bool // nodes that cannot be reached
+	w   *upgradetest.World
+	cfg *config.Config
 
 	mu     sync.Mutex
-	fail   map[string]bool // "node command" pairs that fail
-	hang   map[string]bool // "node command" pairs that hang until cancelled, once
 	events []Event
 	// onEvent, when set, is called with every event after it is recorded, without mu held.
 	onEvent func(Event)
@@ -74,88 +33,34 @@ type syncCluster struct {
 	watch watchPlan
 }
 
-// newSimCluster builds the World of a syncCluster: the named nodes (the master first, offline
-// ones marked), 1.0.0 and 1.1.0 installed on each, every node's links on 1.0.0.
+// newSimCluster builds a syncCluster on a World of the named nodes (the master first, offline
+// ones marked), 1.0.0 and 1.1.0 installed on each, every node's links on 1.0.0, and the World's
+// config.
 func newSimCluster(t *testing.T, names []string, offline ...string) *syncCluster {
 	t.Helper()
 	w := upgradetest.New(t, upgradetest.Options{Nodes: names, Offline: offline, Versions: []string{"1.0.0", "1.1.0"}, Live: "1.0.0"})
-	sc := &syncCluster{w: w, dir: w.Dir, inv: w.Inventory(), conns: map[string]*simConn{}, down: map[string]bool{},
-		fail: map[string]bool{}, hang: map[string]bool{}}
-	for _, name := range names {
-		n, err := w.Node(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc.conns[name] = &simConn{Node: n, node: name, cl: sc}
-	}
-	return sc
+	return &syncCluster{w: w, cfg: w.Config()}
 }
 
 func newSyncCluster(t *testing.T) *syncCluster {
 	t.Helper()
 	sc := newSimCluster(t, []string{"node1", "node2", "node3", "node4"}, "node3")
-	dir := sc.dir
-	sc.link(t, "node1", "1.1.0")
+	sc.w.Link(t, "node1", "1.1.0")
 	for _, l := range []string{"lib", "share"} {
-		if err := os.Remove(filepath.Join(dir, "node4/etc/app", l)); err != nil {
+		if err := os.Remove(filepath.Join(sc.w.Dir, "node4/etc/app", l)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	appConfig := sc.w.ConfigFile()
-	if err := os.WriteFile(appConfig, []byte(`{"version": "1.1.0"}`), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	sc.cfg = &config.Config{
-		App: "app", VersionDirs: "full",
-		Paths: config.PathsConfig{LibDir: "/usr/lib", DataDir: "/usr/share", SysconfDir: "/etc", LocalstateDir: "/var", StateDir: filepath.Join(dir, "state")},
-		SSH:   config.SSHConfig{Parallel: 4},
-		Commands: config.CommandsConfig{
-			DaemonsStop: "stop", DaemonsStart: "start", EnsureDirs: "ensure-dirs", Verify: "verify",
-			QueueDrain: "drain", PostUpgrade: "post-upgrade",
-		},
-		Config: config.AppConfig{File: appConfig, VersionKey: "/version", VersionEncoding: "semver", Redistribute: []string{appConfig}},
-	}
+	sc.w.WriteFile(t, sc.w.Master, sc.w.ConfigFile(), `{"version": "1.1.0"}`)
 	return sc
 }
 
-func (sc *syncCluster) mkdir(t *testing.T, node, p string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Join(sc.dir, node, p), 0o755); err != nil {
-		t.Fatal(err)
+// fail makes each "node command" pair fail from now on.
+func (sc *syncCluster) fail(pairs ...string) {
+	for _, f := range pairs {
+		node, command, _ := strings.Cut(f, " ")
+		sc.w.Fail(node, command)
 	}
-}
-
-// link points node's links at version, replacing them.
-func (sc *syncCluster) link(t *testing.T, node, version string) {
-	t.Helper()
-	for _, l := range []struct{ link, tree string }{{"/etc/app/lib", "/usr/lib/app/"}, {"/etc/app/share", "/usr/share/app/"}} {
-		p := filepath.Join(sc.dir, node, l.link)
-		_ = os.Remove(p)
-		if err := os.Symlink(l.tree+version, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// links returns where node's links point, "" for a missing one.
-func (sc *syncCluster) links(node string) string {
-	var out []string
-	for _, l := range []string{"lib", "share"} {
-		target, _ := os.Readlink(filepath.Join(sc.dir, node, "etc/app", l))
-		out = append(out, target)
-	}
-	return strings.Join(out, " ")
-}
-
-func (sc *syncCluster) Conn(_ context.Context, node string) (Conn, error) {
-	if sc.down[node] {
-		return nil, fmt.Errorf("%s: dial 10.0.0.1:22: connection refused", node)
-	}
-	c, ok := sc.conns[node]
-	if !ok {
-		return nil, fmt.Errorf("%s: not in the inventory", node)
-	}
-	return c, nil
 }
 
 func (sc *syncCluster) Report(e Event) {
@@ -166,16 +71,6 @@ func (sc *syncCluster) Report(e Event) {
 	if hook != nil {
 		hook(e)
 	}
-}
-
-func (sc *syncCluster) callsOf(node string) []string {
-	var out []string
-	for _, c := range sc.w.Calls(node) {
-		if !strings.Contains(c, "cutover-check") {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // sync runs a sync of names on the cluster the way Sync does after its setup.
@@ -191,9 +86,10 @@ func (sc *syncCluster) syncConfirm(t *testing.T, dryRun bool, confirm func(conte
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Run{Config: sc.cfg, Layout: lay, Inventory: sc.inv, Force: map[string]bool{},
-		Online: sc.inv.Online(), Offline: sc.inv.Offline(), dial: sc, report: sc, watch: sc.watch}
-	targets, err := syncTargets(sc.inv, names)
+	inv := sc.w.Inventory()
+	r := &Run{Config: sc.cfg, Layout: lay, Inventory: inv, Force: map[string]bool{},
+		Online: inv.Online(), Offline: inv.Offline(), dial: worldDialer{sc.w}, report: sc, watch: sc.watch}
+	targets, err := syncTargets(inv, names)
 	if err != nil {
 		t.Fatalf("syncTargets(%q) = %v", names, err)
 	}
@@ -271,21 +167,21 @@ func TestSyncBringsNodesToTheLiveVersion(t *testing.T) {
 		t.Fatalf("sync = %v", err)
 	}
 	for _, node := range []string{"node2", "node3", "node4"} {
-		if got := sc.links(node); got != at110 {
+		if got := sc.w.Links(node); got != at110 {
 			t.Errorf("%s links = %s, want %s", node, got, at110)
 		}
-		data, err := os.ReadFile(filepath.Join(sc.dir, node, "var/lib/app/config.json"))
+		data, err := os.ReadFile(filepath.Join(sc.w.Dir, node, "var/lib/app/config.json"))
 		if err != nil || string(data) != `{"version": "1.1.0"}` {
 			t.Errorf("%s config = %q, %v; want the master's", node, data, err)
 		}
-		if got, want := sc.callsOf(node), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
+		if got, want := sc.w.Calls(node), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
 			t.Errorf("%s ran %q, want %q", node, got, want)
 		}
 	}
-	if got := sc.links("node1"); got != at110 {
+	if got := sc.w.Links("node1"); got != at110 {
 		t.Errorf("master links = %s", got)
 	}
-	if got := sc.callsOf("node1"); !slices.Equal(got, []string{"verify"}) {
+	if got := sc.w.Calls("node1"); !slices.Equal(got, []string{"verify"}) {
 		t.Errorf("master ran %q, want only verify", got)
 	}
 	wantNodes := []SyncNode{{"node2", "1.0.0", false}, {"node3", "1.0.0", true}, {"node4", noLinks, false}}
@@ -326,7 +222,7 @@ func TestSyncBringsNodesToTheLiveVersion(t *testing.T) {
 	if _, err := sc.sync(t, false, "node2"); err != nil {
 		t.Fatalf("second sync = %v", err)
 	}
-	if got := sc.links("node2"); got != at110 {
+	if got := sc.w.Links("node2"); got != at110 {
 		t.Errorf("node2 links after a second sync = %s", got)
 	}
 }
@@ -339,13 +235,13 @@ func TestSyncWithRedistConf(t *testing.T) {
 		t.Fatalf("sync = %v", err)
 	}
 	sync := nodes.QuoteArgs([]string{"sh", "-c", syncFSScript, "cutover-sync", "/var/lib/app", "/etc/app"})
-	if got, want := sc.callsOf("node2"), []string{"stop", "ensure-dirs", "start", sync, "stop", "start"}; !slices.Equal(got, want) {
+	if got, want := sc.w.Calls("node2"), []string{"stop", "ensure-dirs", "start", sync, "stop", "start"}; !slices.Equal(got, want) {
 		t.Errorf("node2 ran %q, want %q", got, want)
 	}
-	if got, want := sc.callsOf("node1"), []string{"redist-conf", sync, "verify"}; !slices.Equal(got, want) {
+	if got, want := sc.w.Calls("node1"), []string{"redist-conf", sync, "verify"}; !slices.Equal(got, want) {
 		t.Errorf("master ran %q, want %q", got, want)
 	}
-	if _, err := os.Stat(filepath.Join(sc.dir, "node2", "var/lib/app/config.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(sc.w.Dir, "node2", "var/lib/app/config.json")); !os.IsNotExist(err) {
 		t.Errorf("cutover copied the config although redist_conf is set: %v", err)
 	}
 }
@@ -360,17 +256,19 @@ func TestSyncRefusals(t *testing.T) {
 		wantJournal journal.Outcome // "" when no run is journaled
 	}{
 		{"live version missing on a node", func(t *testing.T, sc *syncCluster) {
-			if err := os.RemoveAll(filepath.Join(sc.dir, "node4/usr/share/app/1.1.0")); err != nil {
+			if err := os.RemoveAll(filepath.Join(sc.w.Dir, "node4/usr/share/app/1.1.0")); err != nil {
 				t.Fatal(err)
 			}
 		}, "node4: app 1.1.0 is not installed: missing /usr/share/app/1.1.0", ""},
-		{"node unreachable", func(t *testing.T, sc *syncCluster) { sc.down["node4"] = true }, "node4: dial", ""},
+		{"node unreachable", func(t *testing.T, sc *syncCluster) { sc.w.Down("node4") }, "node4: dial", ""},
 		{"not side by side", func(t *testing.T, sc *syncCluster) {
-			sc.mkdir(t, "node4", "/etc/app/lib")
+			if err := os.MkdirAll(filepath.Join(sc.w.Dir, "node4/etc/app/lib"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}, "node4: /etc/app/lib is a directory", ""},
 		{"one link missing", func(t *testing.T, sc *syncCluster) {
-			sc.link(t, "node4", "1.0.0")
-			if err := os.Remove(filepath.Join(sc.dir, "node4/etc/app/share")); err != nil {
+			sc.w.Link(t, "node4", "1.0.0")
+			if err := os.Remove(filepath.Join(sc.w.Dir, "node4/etc/app/share")); err != nil {
 				t.Fatal(err)
 			}
 		}, "node4: /etc/app/share is missing", ""},
@@ -380,16 +278,16 @@ func TestSyncRefusals(t *testing.T) {
 			t.Parallel()
 			sc := newSyncCluster(t)
 			tt.setup(t, sc)
-			before := sc.links("node2") + "|" + sc.links("node4")
+			before := sc.w.Links("node2") + "|" + sc.w.Links("node4")
 			_, err := sc.sync(t, false, "node2", "node4")
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || IsBadInput(err) || IsPastPONR(err) {
 				t.Fatalf("sync = %v, want a refusal with %q", err, tt.wantErr)
 			}
-			if after := sc.links("node2") + "|" + sc.links("node4"); after != before {
+			if after := sc.w.Links("node2") + "|" + sc.w.Links("node4"); after != before {
 				t.Errorf("links changed: %s, want %s", after, before)
 			}
 			for _, node := range []string{"node1", "node2", "node4"} {
-				if calls := sc.callsOf(node); len(calls) > 0 {
+				if calls := sc.w.Calls(node); len(calls) > 0 {
 					t.Errorf("%s ran %q, want nothing", node, calls)
 				}
 			}
@@ -426,7 +324,7 @@ func TestSyncFailures(t *testing.T) {
 			t.Parallel()
 			sc := newSyncCluster(t)
 			for _, f := range strings.Split(tt.fail, "|") {
-				sc.fail[f] = true
+				sc.fail(f)
 			}
 			_, err := sc.sync(t, false, "node2", "node4")
 			if err == nil || IsPastPONR(err) != tt.wantPast {
@@ -435,10 +333,10 @@ func TestSyncFailures(t *testing.T) {
 			if tt.wantPast && !strings.Contains(err.Error(), "'cutover sync node2 node4' again") {
 				t.Errorf("error %q does not say to run the sync again", err)
 			}
-			if got := sc.links("node2"); got != tt.wantLinks {
+			if got := sc.w.Links("node2"); got != tt.wantLinks {
 				t.Errorf("node2 links = %s, want %s", got, tt.wantLinks)
 			}
-			if got := sc.callsOf("node2"); !slices.Equal(got, tt.wantCalls) {
+			if got := sc.w.Calls("node2"); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("node2 ran %q, want %q", got, tt.wantCalls)
 			}
 			if runs := sc.journalRuns(t); len(runs) != 1 || runs[0].Outcome != tt.wantOutcome {
@@ -458,11 +356,11 @@ func TestSyncDryRunChangesNothing(t *testing.T) {
 	if len(res.Nodes) != 2 || res.Nodes[0].From != "1.0.0" || res.To != "1.1.0" {
 		t.Errorf("dry run result = %+v", res)
 	}
-	if got := sc.links("node2"); got != at100 {
+	if got := sc.w.Links("node2"); got != at100 {
 		t.Errorf("node2 links = %s after a dry run", got)
 	}
 	for _, node := range []string{"node1", "node2", "node4"} {
-		if calls := sc.callsOf(node); len(calls) > 0 {
+		if calls := sc.w.Calls(node); len(calls) > 0 {
 			t.Errorf("%s ran %q in a dry run", node, calls)
 		}
 	}
@@ -479,10 +377,14 @@ func TestCheckNodeDuringPendingRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n2, _ := sc.inv.Lookup("node2")
+	n2, _ := sc.w.Inventory().Lookup("node2")
+	c, err := sc.w.Node("node2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, pending := range []*journal.Intent{nil, {RunID: 7, From: "1.1.0", To: "1.0.0"}} {
-		r := &Run{Config: sc.cfg, Layout: lay, Inventory: sc.inv, Target: Target{From: "1.1.0", To: "1.1.0"}, planPending: pending}
-		err := checkNode(context.Background(), r, sc.conns["node2"], n2, "1.1.0", "1.1.0")
+		r := &Run{Config: sc.cfg, Layout: lay, Inventory: sc.w.Inventory(), Target: Target{From: "1.1.0", To: "1.1.0"}, planPending: pending}
+		err := checkNode(context.Background(), r, c, n2, "1.1.0", "1.1.0")
 		switch {
 		case err == nil:
 			t.Fatalf("pending %v: node2 at 1.0.0 passed the check", pending)
@@ -499,7 +401,7 @@ func TestCheckNodeDuringPendingRun(t *testing.T) {
 func TestSyncConfirmation(t *testing.T) {
 	t.Parallel()
 	sc := newSyncCluster(t)
-	before := sc.links("node2") + "|" + sc.links("node4")
+	before := sc.w.Links("node2") + "|" + sc.w.Links("node4")
 	var title string
 	var details []string
 	_, err := sc.syncConfirm(t, false, func(ctx context.Context, r *Run) error {
@@ -515,11 +417,11 @@ func TestSyncConfirmation(t *testing.T) {
 	if want := []string{"node2: 1.0.0 -> 1.1.0", "node4: none -> 1.1.0"}; !slices.Equal(details, want) {
 		t.Errorf("details = %q, want %q", details, want)
 	}
-	if after := sc.links("node2") + "|" + sc.links("node4"); after != before {
+	if after := sc.w.Links("node2") + "|" + sc.w.Links("node4"); after != before {
 		t.Errorf("links changed: %s, want %s", after, before)
 	}
 	for _, node := range []string{"node2", "node4"} {
-		if calls := sc.callsOf(node); len(calls) > 0 {
+		if calls := sc.w.Calls(node); len(calls) > 0 {
 			t.Errorf("%s ran %q, want nothing", node, calls)
 		}
 	}

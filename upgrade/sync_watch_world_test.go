@@ -26,7 +26,7 @@ func syncWatchRun(t *testing.T, sc *syncCluster) (journal.Run, journal.State) {
 // countCalls counts node's runs of command.
 func countCalls(sc *syncCluster, node, command string) int {
 	n := 0
-	for _, c := range sc.callsOf(node) {
+	for _, c := range sc.w.Calls(node) {
 		if c == command {
 			n++
 		}
@@ -72,10 +72,10 @@ func TestSyncWatchHealthy(t *testing.T) {
 			t.Errorf("sync %d: verify ran %d times on the master, want the sync's verify and a check per sync", i+1, got)
 		}
 	}
-	if got := sc.links("node2"); got != at110 {
+	if got := sc.w.Links("node2"); got != at110 {
 		t.Errorf("node2 links = %s, want %s", got, at110)
 	}
-	if calls := sc.callsOf("node3"); len(calls) > 0 {
+	if calls := sc.w.Calls("node3"); len(calls) > 0 {
 		t.Errorf("node3, not named, ran %q", calls)
 	}
 	wantNoIntent(t, sc)
@@ -91,7 +91,7 @@ func TestSyncWatchFailed(t *testing.T) {
 	sc.onEvent = func(e Event) {
 		if e.Stage == "watch" { // the sync's verify passed: the checks of the watch fail
 			sc.mu.Lock()
-			sc.fail["node1 verify"] = true
+			sc.fail("node1 verify")
 			sc.mu.Unlock()
 		}
 	}
@@ -118,10 +118,10 @@ func TestSyncWatchFailed(t *testing.T) {
 	if runs := sc.journalRuns(t); len(runs) != 1 {
 		t.Errorf("journal has %d runs, want the sync alone: no rollback runs", len(runs))
 	}
-	if got := sc.links("node2"); got != at110 {
+	if got := sc.w.Links("node2"); got != at110 {
 		t.Errorf("node2 links = %s, want %s kept", got, at110)
 	}
-	if got, want := sc.callsOf("node2"), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
+	if got, want := sc.w.Calls("node2"), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
 		t.Errorf("node2 ran %q, want %q: nothing undone", got, want)
 	}
 	wantNoIntent(t, sc)
@@ -163,10 +163,10 @@ func TestSyncWatchLeft(t *testing.T) {
 		!strings.HasPrefix(jr.Facts["watch.1.end"], "ended-early: by SIGINT at ") || st.Checks < 1 {
 		t.Errorf("journal: run %s, watch %s, end %q, status %+v; want the run ended, its watch ended early after a check", jr.Outcome, state, jr.Facts["watch.1.end"], st)
 	}
-	if got := sc.links("node2"); got != at110 {
+	if got := sc.w.Links("node2"); got != at110 {
 		t.Errorf("node2 links = %s, want %s kept", got, at110)
 	}
-	if got, want := sc.callsOf("node2"), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
+	if got, want := sc.w.Calls("node2"), []string{"stop", "ensure-dirs", "start"}; !slices.Equal(got, want) {
 		t.Errorf("node2 ran %q, want %q: nothing undone", got, want)
 	}
 	wantNoIntent(t, sc)

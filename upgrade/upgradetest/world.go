@@ -56,12 +56,13 @@ type World struct {
 
 	mu    sync.Mutex
 	calls map[string][]string
-	seq   []string            // every node's commands and process checks, as "node: command", in the order they ran
-	fail  map[string]bool     // "node command" pairs that fail
-	once  map[string]int      // "node command" pairs and how many more times they fail
-	down  map[string]bool     // nodes that cannot be reached
-	out   map[string]string   // "node command" pairs and what they print
-	outs  map[string][]string // "node command" pairs and what they print the next times, in turn
+	seq   []string                 // every node's commands and process checks, as "node: command", in the order they ran
+	fail  map[string]bool          // "node command" pairs that fail
+	once  map[string]int           // "node command" pairs and how many more times they fail
+	down  map[string]bool          // nodes that cannot be reached
+	out   map[string]string        // "node command" pairs and what they print
+	outs  map[string][]string      // "node command" pairs and what they print the next times, in turn
+	hang  map[string]chan struct{} // "node command" pairs that hang once, each closed when reached
 
 	prepared []string          // the nodes whose connection was prepared (Prepare), in order
 	boots    map[string]string // node -> the boot identity its commands' results carry (SetBoot)
@@ -84,7 +85,8 @@ func New(t testing.TB, o Options) *World {
 		o.Live = o.Versions[0]
 	}
 	w := &World{Dir: t.TempDir(), App: o.App, Master: o.Nodes[0], nodes: map[string]*Node{}, names: o.Nodes,
-		calls: map[string][]string{}, fail: map[string]bool{}, down: map[string]bool{}, out: map[string]string{}, outs: map[string][]string{}, once: map[string]int{}}
+		calls: map[string][]string{}, fail: map[string]bool{}, down: map[string]bool{}, out: map[string]string{}, outs: map[string][]string{}, once: map[string]int{},
+		hang: map[string]chan struct{}{}}
 	if o.Rooted {
 		w.rooted = filepath.Join(w.Dir, w.Master)
 	}
@@ -290,6 +292,16 @@ func (w *World) AnswerOnce(node, command, stdout string) {
 	w.outs[node+" "+command] = append(w.outs[node+" "+command], stdout)
 }
 
+// Hang makes command hang on node the next time it runs there, unrecorded, until its context
+// ends; the channel it returns is closed when the command reaches the hang.
+func (w *World) Hang(node, command string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	reached := make(chan struct{})
+	w.hang[node+" "+command] = reached
+	return reached
+}
+
 // Down makes node unreachable from now on.
 func (w *World) Down(node string) {
 	w.mu.Lock()
@@ -454,13 +466,23 @@ func (w *World) Prepared() []string {
 }
 
 // RunShell records script and succeeds, or fails with exit 7 when Fail or FailOnce asked for
-// it. The checks cutover makes of a node's processes find none: the fake nodes run nothing.
+// it, or hangs unrecorded when Hang asked for it. The checks cutover makes of a node's
+// processes find none: the fake nodes run nothing.
 func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error) {
 	if strings.Contains(script, "cutover-check") {
 		n.w.mu.Lock()
 		n.w.seq = append(n.w.seq, n.name+": check")
 		n.w.mu.Unlock()
 		return nodes.Result{Node: n.name, Stdout: []byte("B \x00E\x00")}, nil
+	}
+	n.w.mu.Lock()
+	reached, hang := n.w.hang[n.name+" "+script]
+	delete(n.w.hang, n.name+" "+script)
+	n.w.mu.Unlock()
+	if hang {
+		close(reached)
+		<-ctx.Done()
+		return nodes.Result{Node: n.name, Command: script}, ctx.Err()
 	}
 	if err := ctx.Err(); err != nil {
 		return nodes.Result{Node: n.name, Command: script}, err
