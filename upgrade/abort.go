@@ -42,7 +42,7 @@ func Abort(ctx context.Context, cfg *config.Config, opts AbortOptions) (*Result,
 		return res, err
 	}
 	stages, _ := s.pendingStages() // an abort undoes what it can without the archive of a restore
-	if r.pastPONR && jr.Travel == journal.Forward && r.watch.Window > 0 && r.doneBefore((finish{}).Name()) {
+	if r.pastPONR && jr.Travel == journal.Forward && r.watch.Window > 0 && r.history.doneBefore((finish{}).Name()) {
 		err := endWatchEarly(ctx, r, stages)
 		res.Duration, res.WatchEnded = time.Since(start), err == nil
 		return res, err

@@ -113,7 +113,7 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 		if r.pastPONR {
 			rn.Prelude = []Stage{stopMaster{}}
 		}
-	case r.doneBefore((finish{}).Name()) && r.watch.Window > 0:
+	case r.history.doneBefore((finish{}).Name()) && r.watch.Window > 0:
 		// The run is watched: the watch goes on, with the cluster as it is.
 		rn.Start = slices.IndexFunc(stages, func(st Stage) bool { _, ok := st.(leaver); return ok })
 	case r.Batches != nil:

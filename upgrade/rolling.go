@@ -211,7 +211,7 @@ func firstNotDone(stages []Stage, r *Run) int {
 			after = true
 			continue
 		}
-		if after && !r.doneBefore(st.Name()) {
+		if after && !r.history.doneBefore(st.Name()) {
 			return i
 		}
 	}

@@ -99,10 +99,8 @@ type Run struct {
 	tolerated  []string // batches that failed within the failure budget, with their nodes
 	undoFailed bool     // an undo step failed: the cluster is not as before
 	watchWhy   string   // why the watch failed (watch.go)
-	// prev are the stage states an earlier execution of this run left in the journal.
-	prev map[string]journal.State
-	// started are the stages any execution of this run started: what an undo undoes.
-	started map[string]bool
+	// history is what the executions of this run did with its stages (stage_history.go).
+	history stageHistory
 	// pastPONR is whether an execution of this run crossed its point of no return.
 	pastPONR bool
 	// perNode is what this execution knows about each node (node_state.go).
@@ -122,42 +120,13 @@ func (r *Run) now() time.Time {
 	return time.Now()
 }
 
-// markStarted notes that stage started in this execution.
-func (r *Run) markStarted(stage string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started == nil {
-		r.started = map[string]bool{}
-	}
-	r.started[stage] = true
-}
-
-// wasStarted reports whether any execution of the run started stage.
-func (r *Run) wasStarted(stage string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.started[stage]
-}
-
 // loadJournal takes over what the journal holds of an earlier execution of the run: its
 // facts, the states its stages reached, which of them started, and whether it crossed its
 // point of no return.
 func (r *Run) loadJournal(jr journal.Run) {
 	r.facts = jr.Facts
 	r.pastPONR = jr.PastPONR
-	r.prev = map[string]journal.State{}
-	r.started = map[string]bool{}
-	for _, e := range jr.Events {
-		if e.State == journal.Skipped && r.prev[e.Stage] == journal.Done {
-			// A later execution that skipped a stage done before (a run-once stage, or
-			// one with nothing left to do) never hides that it was done.
-			continue
-		}
-		r.prev[e.Stage] = e.State
-		if e.State == journal.Started {
-			r.started[e.Stage] = true
-		}
-	}
+	r.history.load(jr.Events)
 }
 
 // setOffline moves the named nodes from the run's online nodes to its offline ones.
@@ -200,9 +169,6 @@ func (r *Run) currentStage() string {
 	}
 	return r.stage.name
 }
-
-// doneBefore reports whether an earlier execution of the run completed stage.
-func (r *Run) doneBefore(stage string) bool { return r.prev[stage] == journal.Done }
 
 // Failed lists the stages that failed past the point of no return so far.
 func (r *Run) Failed() []string {
@@ -346,6 +312,17 @@ func (r *Run) saveFacts(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// factsCopy is a copy of the run's facts.
+func (r *Run) factsCopy() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]string, len(r.facts))
+	for k, v := range r.facts {
+		out[k] = v
+	}
+	return out
 }
 
 // Note sets the short summary shown on the stage's line, such as "waited for 3 jobs".

@@ -232,7 +232,7 @@ type execution struct {
 // when the run ends with it, err being what Execute returns.
 func (rn *Runner) step(ex *execution, sp stageAt) (end bool, err error) {
 	ctx, r, i, st := ex.ctx, ex.r, sp.i, sp.st
-	if o, ok := st.(onceOnly); ok && o.Once() && r.doneBefore(st.Name()) {
+	if o, ok := st.(onceOnly); ok && o.Once() && r.history.doneBefore(st.Name()) {
 		rn.record(ctx, r, i, st, journal.Skipped, 0, "done by an earlier execution of this run")
 		return false, nil
 	}
@@ -258,7 +258,7 @@ func (rn *Runner) step(ex *execution, sp stageAt) (end bool, err error) {
 	if past {
 		runCtx = ctx // past the point of no return, signals no longer stop a stage
 	}
-	r.markStarted(st.Name())
+	r.history.markStarted(st.Name())
 	start := r.now()
 	err = rn.runStage(runCtx, r, st, past)
 	return rn.ended(ex, sp, err, r.now().Sub(start), isPONR, past)
@@ -275,7 +275,7 @@ func (rn *Runner) enter(ex *execution, sp stageAt) (isPONR, past bool, err error
 	// The point-of-no-return stage is that until it completes: a resumed run whose
 	// earlier execution died in it runs it as such again, so that a failure that
 	// changed nothing still rolls the run back.
-	isPONR = !stop && i >= 0 && st.Name() == ex.ponr && !r.doneBefore(ex.ponr)
+	isPONR = !stop && i >= 0 && st.Name() == ex.ponr && !r.history.doneBefore(ex.ponr)
 	markPONR := isPONR && !rn.past
 	rn.mu.Unlock()
 	if stop {
@@ -414,7 +414,7 @@ func (rn *Runner) runStage(ctx context.Context, r *Run, st Stage, past bool) err
 	}
 	if err := holdAt(ctx, st.Name()); err != nil {
 		if leaves && past && r.Kind == KindSync {
-			return r.leaveWatch(ctx, watchNextRound(r.factsCopy()))
+			return (&watcher{r: r, plan: r.watch, round: watchNextRound(r.factsCopy())}).leave(ctx)
 		}
 		if leaves && past {
 			return &watchLeft{fmt.Errorf("run %d: %s was left before it began (%w): 'cutover upgrade --resume' takes it up", r.ID, st.Name(), err)}

@@ -599,7 +599,7 @@ func TestLoadJournalKeepsDone(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &Run{}
 			r.loadJournal(journal.Run{Events: tt.events})
-			if got := r.doneBefore("backup"); got != tt.done {
+			if got := r.history.doneBefore("backup"); got != tt.done {
 				t.Errorf("doneBefore = %v, want %v", got, tt.done)
 			}
 		})

@@ -49,7 +49,7 @@ func (rn *Runner) undo(ctx context.Context, r *Run, cause error, outcome journal
 		return pastPONR(fmt.Errorf("%w; and undoing it failed, so the intent is kept: %w; fix the cause and run 'cutover upgrade --abort'", cause, err))
 	}
 	rn.finish(ctx, r, outcome)
-	if rel := rn.releaser(); rel != nil && r.wasStarted(rel.(Stage).Name()) {
+	if rel := rn.releaser(); rel != nil && r.history.wasStarted(rel.(Stage).Name()) {
 		st := rel.(Stage)
 		idx := rn.index(st)
 		rn.beginStage(r, idx, st)
@@ -70,7 +70,7 @@ func (rn *Runner) undoStarted(ctx context.Context, r *Run) error {
 	for i := len(rn.Stages) - 1; i >= 0; i-- {
 		st := rn.Stages[i]
 		u, ok := st.(undoer)
-		if _, rel := st.(releaser); !ok || rel || !r.wasStarted(st.Name()) {
+		if _, rel := st.(releaser); !ok || rel || !r.history.wasStarted(st.Name()) {
 			continue
 		}
 		rn.beginStage(r, i, st)

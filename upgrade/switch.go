@@ -52,7 +52,7 @@ func switchAll(ctx context.Context, r *Run, version string) error {
 			mu.Lock()
 			already++
 			mu.Unlock()
-		} else if err == nil && r.Resumed && r.doneBefore("switch") && version == r.To {
+		} else if err == nil && r.Resumed && r.history.doneBefore("switch") && version == r.To {
 			r.Warn("%s: the journal records the switch as done, but its links point at %s: switching it again", n.Name, live)
 		}
 		err := r.switchNode(ctx, c, n.Name, version)

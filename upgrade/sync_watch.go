@@ -33,9 +33,10 @@ func (s *signalled) name() string {
 	return s.sig.String()
 }
 
-// endSyncWatchEarly ends the watch of a sync that a signal interrupted: the round's end is
+// endSyncEarly ends the watch of a sync that a signal interrupted: the round's end is
 // journaled as ended early, with the signal and how far the window got, and the stage fails.
-func (r *Run) endSyncWatchEarly(ctx context.Context, round int) error {
+func (w *watcher) endSyncEarly(ctx context.Context) error {
+	r, round := w.r, w.round
 	by := "a signal"
 	var sig *signalled
 	if errors.As(context.Cause(ctx), &sig) {
@@ -46,7 +47,7 @@ func (r *Run) endSyncWatchEarly(ctx context.Context, round int) error {
 	if st := watchStatusOf(r.factsCopy()); st != nil && st.Round == round && st.State == "watching" {
 		how += fmt.Sprintf(", %d of %d checks passed, %s of %s left", st.Passed, st.Checks, st.Left(time.Now()).Round(time.Second), st.Window)
 	}
-	if _, err := r.Learn(ctx, fmt.Sprintf("%s%d.end", factWatchPrefix, round), how); err != nil {
+	if _, err := r.Learn(ctx, w.key("end"), how); err != nil {
 		return err
 	}
 	why := strings.TrimPrefix(how, watchEndedEarly+": ")

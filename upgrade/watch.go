@@ -33,9 +33,8 @@ func (watchWindow) Leaves() {}
 func (watchWindow) Skip(r *Run) bool { return r.watch.Window <= 0 }
 
 func (watchWindow) Run(ctx context.Context, r *Run) error {
-	plan := r.watch
-	round := watchNextRound(r.factsCopy())
-	key := func(s string) string { return fmt.Sprintf("%s%d.%s", factWatchPrefix, round, s) }
+	w := &watcher{r: r, plan: r.watch, round: watchNextRound(r.factsCopy())}
+	plan, key := w.plan, w.key
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	began, err := r.Learn(ctx, key("start"), now)
 	if err != nil {
@@ -47,7 +46,7 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 	}
 	ends := start.Add(plan.Window)
 	r.publishMetrics(ctx) // the metrics show the watch from its start, and after each check
-	if err := r.watchBoot(ctx, round, plan); err != nil {
+	if err := w.boot(ctx); err != nil {
 		return err
 	}
 	// A watch that begins now checks one interval after the final verify; one taken up
@@ -61,14 +60,14 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 			}
 			select {
 			case <-ctx.Done():
-				return r.leaveWatch(ctx, round)
+				return w.leave(ctx)
 			case <-time.After(wait):
 			}
 		}
 		checkNow = false
-		problem := r.watchCheck(ctx)
+		problem := w.check(ctx)
 		if ctx.Err() != nil {
-			return r.leaveWatch(ctx, round)
+			return w.leave(ctx)
 		}
 		at := time.Now().UTC()
 		value := watchPassed
@@ -79,11 +78,11 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 			return err
 		}
 		st := watchStatusOf(r.factsCopy())
-		r.watchProgress(st)
+		w.progress(st)
 		r.publishMetrics(ctx)
 		switch {
 		case st.Failures >= plan.Failures:
-			return r.endWatchFailed(ctx, key("end"), fmt.Sprintf("%s in a row failed, the last: %s", plural(st.Failures, "check"), problem))
+			return w.endFailed(ctx, fmt.Sprintf("%s in a row failed, the last: %s", plural(st.Failures, "check"), problem))
 		case problem == "" && !at.Before(ends):
 			if _, err := r.Learn(ctx, key("end"), fmt.Sprintf("%s: %d of %d checks passed over %s", watchPassed, st.Passed, st.Checks, plan.Window)); err != nil {
 				return err
@@ -94,10 +93,23 @@ func (watchWindow) Run(ctx context.Context, r *Run) error {
 	}
 }
 
-// watchCheck is one check of the watch: no daemon of another version on any node the run
-// does not leave behind, and the application's verify. It returns what failed, "" when
-// nothing did.
-func (r *Run) watchCheck(ctx context.Context) string {
+// watcher watches one round of the watch of run r under plan: its checks, the boots of the
+// master inside its window, and its end, each journaled as a fact of the round.
+type watcher struct {
+	r     *Run
+	plan  watchPlan
+	round int
+}
+
+// key is the key of the round's fact named s ("watch.<round>.<s>").
+func (w *watcher) key(s string) string {
+	return fmt.Sprintf("%s%d.%s", factWatchPrefix, w.round, s)
+}
+
+// check is one check of the watch: no daemon of another version on any node the run does not
+// leave behind, and the application's verify. It returns what failed, "" when nothing did.
+func (w *watcher) check(ctx context.Context) string {
+	r := w.r
 	r.mu.Lock()
 	if r.stage != nil {
 		r.stage.nodes = nil // the stage's node results are the last check's
@@ -136,12 +148,13 @@ func watchText(s string) string {
 	return s
 }
 
-// watchBoot counts a boot of the master inside the window (greenboot's boot counter): the
+// boot counts a boot of the master inside the window (greenboot's boot counter): the
 // first execution of a round notes the boot it runs in; an execution in another boot waits up
 // to daemons_ready_timeout for the daemons and a passing check. A boot that does not become
 // healthy is a failed attempt: the watch_boots-th ends the watch failed, an earlier one leaves
 // the watch pending for the next boot.
-func (r *Run) watchBoot(ctx context.Context, round int, plan watchPlan) error {
+func (w *watcher) boot(ctx context.Context) error {
+	r, plan := w.r, w.plan
 	master := r.Inventory.Master
 	c, err := r.Conn(ctx, master)
 	if err != nil {
@@ -151,7 +164,7 @@ func (r *Run) watchBoot(ctx context.Context, round int, plan watchPlan) error {
 	if boot == "" {
 		return nil
 	}
-	prefix := fmt.Sprintf("%s%d.boot.", factWatchPrefix, round)
+	prefix := w.key("boot.")
 	seen := 0
 	for k := range r.factsCopy() {
 		if strings.HasPrefix(k, prefix) {
@@ -170,9 +183,9 @@ func (r *Run) watchBoot(ctx context.Context, round int, plan watchPlan) error {
 		limit = defaultDaemonsReadyTimeout
 	}
 	r.Warn("the master booted inside the watch of run %d: waiting up to %s for the daemons and a passing check", r.ID, limit)
-	problem := r.bootHealthy(ctx, limit, plan.Interval)
+	problem := w.bootHealthy(ctx, limit)
 	if ctx.Err() != nil {
-		return r.leaveWatch(ctx, round)
+		return w.leave(ctx)
 	}
 	if problem == "" {
 		_, err := r.Learn(ctx, prefix+boot, "healthy")
@@ -183,7 +196,7 @@ func (r *Run) watchBoot(ctx context.Context, round int, plan watchPlan) error {
 	}
 	failed := watchStatusOf(r.factsCopy()).FailedBoots
 	if failed >= plan.Boots {
-		return r.endWatchFailed(ctx, fmt.Sprintf("%s%d.end", factWatchPrefix, round),
+		return w.endFailed(ctx,
 			fmt.Sprintf("%s of the master inside the window did not become healthy within %s, the last: %s", plural(failed, "boot"), limit, problem))
 	}
 	return &watchLeft{fmt.Errorf("boot %d of %d of the master inside the watch of run %d did not become healthy within %s (%s): the watch goes on at the next boot, or now with 'cutover upgrade --resume'; 'cutover upgrade --abort' ends it",
@@ -191,9 +204,10 @@ func (r *Run) watchBoot(ctx context.Context, round int, plan watchPlan) error {
 }
 
 // bootHealthy waits up to limit for the master's daemons and then for a passing check, trying
-// every interval (at most every 5 seconds); it returns what the last check found, "" once one
-// passed.
-func (r *Run) bootHealthy(ctx context.Context, limit, interval time.Duration) string {
+// every watch interval (at most every 5 seconds); it returns what the last check found, ""
+// once one passed.
+func (w *watcher) bootHealthy(ctx context.Context, limit time.Duration) string {
+	r := w.r
 	deadline := time.Now().Add(limit)
 	ready, cancel := context.WithDeadline(ctx, deadline)
 	err := r.awaitDaemons(ready)
@@ -201,9 +215,9 @@ func (r *Run) bootHealthy(ctx context.Context, limit, interval time.Duration) st
 	if err != nil {
 		return watchText(err.Error())
 	}
-	pause := min(interval, 5*time.Second)
+	pause := min(w.plan.Interval, 5*time.Second)
 	for {
-		problem := r.watchCheck(ctx)
+		problem := w.check(ctx)
 		if problem == "" || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			return problem
 		}
@@ -216,9 +230,10 @@ func (r *Run) bootHealthy(ctx context.Context, limit, interval time.Duration) st
 	}
 }
 
-// endWatchFailed journals the end of a failed round under key and returns the stage's error.
-func (r *Run) endWatchFailed(ctx context.Context, key, why string) error {
-	if _, err := r.Learn(ctx, key, watchFailed+": "+why); err != nil {
+// endFailed journals the end of the round, failed for why, and returns the stage's error.
+func (w *watcher) endFailed(ctx context.Context, why string) error {
+	r := w.r
+	if _, err := r.Learn(ctx, w.key("end"), watchFailed+": "+why); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -245,11 +260,12 @@ func (e *watchLeft) Error() string { return e.err.Error() }
 
 func (e *watchLeft) Unwrap() error { return e.err }
 
-// leaveWatch is the error of a watch a signal interrupted: an upgrade's is left pending, a
-// sync's ends early (sync_watch.go).
-func (r *Run) leaveWatch(ctx context.Context, round int) error {
+// leave is the error of a watch a signal interrupted: an upgrade's is left pending, a sync's
+// ends early (sync_watch.go).
+func (w *watcher) leave(ctx context.Context) error {
+	r := w.r
 	if r.Kind == KindSync {
-		return r.endSyncWatchEarly(ctx, round)
+		return w.endSyncEarly(ctx)
 	}
 	st := watchStatusOf(r.factsCopy())
 	left := ""
@@ -265,23 +281,13 @@ func isWatchLeft(err error) bool {
 	return errors.As(err, &l)
 }
 
-// watchProgress reports how the watch stands after a check: the progress line of `upgrade`.
-func (r *Run) watchProgress(st *WatchStatus) {
+// progress reports how the watch stands after a check: the progress line of `upgrade`.
+func (w *watcher) progress(st *WatchStatus) {
+	r := w.r
 	msg := fmt.Sprintf("watch: %s of %s left, %d of %d checks passed", st.Left(time.Now()).Round(time.Second), st.Window, st.Passed, st.Checks)
 	if st.Failures > 0 {
 		msg += fmt.Sprintf("; %d of %d allowed failures in a row, the last: %s", st.Failures, st.MaxFailures, st.LastFailure)
 	}
 	r.log.Printf("%s", msg)
 	r.report.Report(Event{Time: time.Now(), Type: "wait", Run: r.ID, Stage: watchWindow{}.Name(), Message: msg, Watch: st})
-}
-
-// factsCopy is a copy of the run's facts.
-func (r *Run) factsCopy() map[string]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]string, len(r.facts))
-	for k, v := range r.facts {
-		out[k] = v
-	}
-	return out
 }
