@@ -18,7 +18,7 @@ import (
 // procConn is a node whose process check answers from a script of answers, one per call,
 // and which records every command it runs.
 type procConn struct {
-	dateConn
+	layout.OSFS
 	mu      sync.Mutex
 	checks  []string // stdout of each process check in turn; the last one repeats
 	boot    string
@@ -54,6 +54,9 @@ func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, err
 	}
 	return nodes.Result{}, nil
 }
+
+func (c *procConn) WriteFileAtomic(string, []byte, fs.FileMode) error { return errors.ErrUnsupported }
+func (c *procConn) MkdirAll(string, fs.FileMode) error                { return errors.ErrUnsupported }
 
 func (c *procConn) ReadFile(name string) ([]byte, error) {
 	switch name {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // TestDowntime: the window runs from each node's first stop, as the journal kept it across
@@ -32,55 +32,39 @@ func TestDowntime(t *testing.T) {
 	}
 }
 
-// stopConn is a node whose daemons_stop checks that no fact was journaled yet.
-type stopConn struct {
-	dateConn
-	j      *memJournal
-	early  *atomic.Int32
-	called *atomic.Int32
-}
-
-func (c stopConn) RunShell(context.Context, string) (nodes.Result, error) {
-	c.called.Add(1)
-	c.j.mu.Lock()
-	defer c.j.mu.Unlock()
-	if c.j.setFacts > 0 {
-		c.early.Add(1)
-	}
-	return nodes.Result{}, nil
-}
-
-type stopDialer struct{ conn stopConn }
-
-func (d stopDialer) Conn(context.Context, string) (Conn, error) { return d.conn, nil }
-
 // TestStopJournalsEveryNodeInOneWrite runs the real stop-nodes stage over 256 nodes: each
 // node's first stop costs the journal nothing while the stage runs, and all of them one
 // write as it ends; an earlier execution's value still wins.
 func TestStopJournalsEveryNodeInOneWrite(t *testing.T) {
-	list := []nodes.Node{{Name: "master"}}
+	names := []string{"master"}
 	for i := range 256 {
-		list = append(list, nodes.Node{Name: fmt.Sprintf("node%d", i), Address: "10.0.0.1"})
+		names = append(names, fmt.Sprintf("node%d", i))
 	}
-	inv, err := nodes.NewInventory("master", list)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := upgradetest.New(t, upgradetest.Options{Nodes: names})
 	j := &memJournal{facts: map[string]string{"down.node7": "2026-11-22T12:00:00Z"}}
 	r := testRun(j)
 	r.facts = maps(j.facts)
-	r.Inventory, r.Online = inv, list
+	r.Inventory, r.Online = w.Inventory(), w.Inventory().Online()
 	r.Config.Commands.DaemonsStop = "stop"
 	r.Config.SSH.Parallel = 32
-	conn := stopConn{j: j, early: new(atomic.Int32), called: new(atomic.Int32)}
-	r.dial = stopDialer{conn}
+	r.dial = worldDialer{w}
+	// Every stop checks that no fact was journaled yet.
+	var called, early atomic.Int32
+	w.OnCommand(func(node, command string) {
+		called.Add(1)
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.setFacts > 0 {
+			early.Add(1)
+		}
+	})
 	if err := (&Runner{Stages: []Stage{stopNodes{}}}).Execute(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	if n := conn.called.Load(); n != 256 {
+	if n := called.Load(); n != 256 {
 		t.Fatalf("daemons_stop ran on %d nodes, want 256", n)
 	}
-	if n := conn.early.Load(); n != 0 {
+	if n := early.Load(); n != 0 {
 		t.Errorf("%d stops ran after a fact write of the stage, want every write after the stage", n)
 	}
 	if j.setFacts != 1 {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,9 +12,9 @@ import (
 	"time"
 
 	"github.com/cutover/cutover/journal"
-	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // planRun is a Run of three online nodes and one offline, without connections.
@@ -118,42 +116,13 @@ func TestClockCheck(t *testing.T) {
 	}
 }
 
-// dateConn is a node whose `date +%s` prints its clock, offset from this host's.
-type dateConn struct {
-	layout.OSFS
-	offset time.Duration
-}
-
-func (c dateConn) RunInput(_ context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
-	if line := nodes.QuoteArgs(argv); line != "date +%s" {
-		return nodes.Result{ExitCode: 127}, fmt.Errorf("unexpected command %q", line)
-	}
-	return nodes.Result{Stdout: fmt.Appendf(nil, "%d\n", time.Now().Add(c.offset).Unix())}, nil
-}
-
-func (c dateConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
-	return nodes.Result{ExitCode: 127}, fmt.Errorf("unexpected command %q", script)
-}
-func (dateConn) ReadFile(string) ([]byte, error)                   { return nil, errors.ErrUnsupported }
-func (dateConn) WriteFileAtomic(string, []byte, fs.FileMode) error { return errors.ErrUnsupported }
-func (dateConn) MkdirAll(string, fs.FileMode) error                { return errors.ErrUnsupported }
-
-// dateDialer reaches the nodes it has a clock for; the others cannot be reached.
-type dateDialer map[string]time.Duration
-
-func (d dateDialer) Conn(_ context.Context, node string) (Conn, error) {
-	offset, ok := d[node]
-	if !ok {
-		return nil, fmt.Errorf("%s: dial: no route to host", node)
-	}
-	return dateConn{offset: offset}, nil
-}
-
 func TestClockChecks(t *testing.T) {
-	r := planRun(t, Up, config.CommandsConfig{})
-	r.Config.SSH.Parallel = 4
-	r.report = discard{}
-	r.dial = dateDialer{"node1": time.Hour, "node2": 0, "node3": 10 * time.Second}
+	w := upgradetest.New(t, upgradetest.Options{Nodes: []string{"node1", "node2", "node3", "node4"}, Offline: []string{"node4"}})
+	now := time.Now()
+	for node, offset := range map[string]time.Duration{"node1": time.Hour, "node2": 0, "node3": 10 * time.Second} {
+		w.Answer(node, "date +%s", fmt.Sprintf("%d\n", now.Add(offset).Unix()))
+	}
+	r := worldRun(t, w, "1.0.0", "1.1.0")
 	var got []string
 	for _, c := range clockChecks(context.Background(), r) {
 		warned := regexp.MustCompile(`is (9|10)s ahead of the master's`).MatchString(c.warn)

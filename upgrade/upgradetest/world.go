@@ -56,13 +56,14 @@ type World struct {
 
 	mu    sync.Mutex
 	calls map[string][]string
-	seq   []string                 // every node's commands and process checks, as "node: command", in the order they ran
-	fail  map[string]bool          // "node command" pairs that fail
-	once  map[string]int           // "node command" pairs and how many more times they fail
-	down  map[string]bool          // nodes that cannot be reached
-	out   map[string]string        // "node command" pairs and what they print
-	outs  map[string][]string      // "node command" pairs and what they print the next times, in turn
-	hang  map[string]chan struct{} // "node command" pairs that hang once, each closed when reached
+	seq   []string                   // every node's commands and process checks, as "node: command", in the order they ran
+	fail  map[string]bool            // "node command" pairs that fail
+	once  map[string]int             // "node command" pairs and how many more times they fail
+	down  map[string]bool            // nodes that cannot be reached
+	out   map[string]string          // "node command" pairs and what they print
+	outs  map[string][]string        // "node command" pairs and what they print the next times, in turn
+	hang  map[string]chan struct{}   // "node command" pairs that hang once, each closed when reached
+	seen  func(node, command string) // what OnCommand set, or nil
 
 	prepared []string          // the nodes whose connection was prepared (Prepare), in order
 	boots    map[string]string // node -> the boot identity its commands' results carry (SetBoot)
@@ -302,6 +303,14 @@ func (w *World) Hang(node, command string) <-chan struct{} {
 	return reached
 }
 
+// OnCommand makes seen see every command a node runs (not the checks of its processes), as it
+// starts, before the World records or answers it.
+func (w *World) OnCommand(seen func(node, command string)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = seen
+}
+
 // Down makes node unreachable from now on.
 func (w *World) Down(node string) {
 	w.mu.Lock()
@@ -478,7 +487,11 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 	n.w.mu.Lock()
 	reached, hang := n.w.hang[n.name+" "+script]
 	delete(n.w.hang, n.name+" "+script)
+	seen := n.w.seen
 	n.w.mu.Unlock()
+	if seen != nil {
+		seen(n.name, script)
+	}
 	if hang {
 		close(reached)
 		<-ctx.Done()
