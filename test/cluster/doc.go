@@ -33,7 +33,10 @@
 // kills and restarts a node, which runs its @reboot cron lines and boot hooks again.
 // [Cluster.HoldConnections] and [Cluster.CutOneWay] drop what the master sends on its open
 // connections to a node, or all it sends to the node, until [Fault.Lift]; [Cluster.Freeze]
-// stops a node's processes. [Cluster.FillDisk] makes the file system under a node's directory
+// stops a node's processes. [Cluster.Delay] makes the master's SSH connections to nodes slow and
+// lossy until [Slowdown.Lift]: iptables' NFQUEUE hands their packets to the program nfdelay, which
+// holds each half the round trip and drops a given fraction (netem's part, on a kernel without
+// it). [Cluster.FillDisk] makes the file system under a node's directory
 // full (nothing more fits, neither data nor a new file or link) until [FullDisk.Free].
 //
 // # Clean-up
