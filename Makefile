@@ -59,13 +59,18 @@ RACE_PKGS = ./nodes/... ./upgrade/... ./journal/... ./layout/... ./cfgupgrade/..
 race:
 	$(GO) test -race -count=1 -timeout 20m -parallel 4 $(RACE_PKGS)
 
-# The crash-point test with the power cut at every crash point of every scenario (make test cuts
-# it at a spread of them that covers every stage and every kind of point, and leaves out the
-# scenarios with the queue and reconciler flags set, whose file operations are the same as with
-# them clear). It mounts a small
-# ext4 per point, so it needs root and loop devices.
-crash-all: deps
+# The crash-point test killing cutover and cutting the power at every crash point of every
+# scenario (make test kills it at a spread of them that covers every stage and, in each stage,
+# every kind of point, cuts the power at a smaller spread that covers every stage's end and
+# every kind of point, and leaves out the power cut of the scenarios with the queue and
+# reconciler flags set, whose file operations are the same as with them clear); then the
+# container cluster's network faults (a cut both ways, one way, a held connection) at every
+# stage boundary of an upgrade and every batch of a rolling one (make test runs a spread). The
+# power cut mounts a small ext4 per point, so it needs root and loop devices.
+crash-all: deps deb deb-testhooks images
 	CUTOVER_CRASH_ALL=1 $(GO) test -count=1 -timeout 120m -run '^TestCrashPoints$$' -v ./cmd/cutover/
+	CUTOVER_CRASH_ALL=1 CUTOVER_DEB="$(CURDIR)/$(DEB)" CUTOVER_TEST_DEB="$(CURDIR)/$(TEST_DEB)" \
+	  $(GO) test -count=1 -timeout 120m -run '^TestNetworkFaultsAtBoundaries$$' -v ./test/e2e/
 
 # The container images of the test clusters (the demo cluster's nodes and the Ganeti nodes),
 # built side by side before the tests so that a first build, a few minutes of debootstrap, is

@@ -192,7 +192,8 @@ type crashResults struct {
 	broken    []string       // scenarios whose reference run failed
 }
 
-// TestCrashPoints kills cutover at every crash point of an upgrade, a downgrade, two undos, an
+// TestCrashPoints kills cutover at a spread of the crash points (killSpread; with
+// CUTOVER_CRASH_ALL=1 at every one) of an upgrade, a downgrade, two undos, an
 // abort, two resumes, a resume of a killed resume, a backup restore, a sync, a stage and a
 // prune, and checks the crash model's invariant after the recovery (see the comment at the top
 // of this file). Every point runs on its own fixture. Each scenario is a parallel subtest, but
@@ -302,6 +303,8 @@ func (sc crashScenario) start(base string, slots chan struct{}, disks *powerDisk
 			which = powerCutPoints(ref.points)
 		} else if !sc.powerCut && sc.fix.flagsSet && os.Getenv(crashAllEnv) != "1" {
 			which = flagsSpread(ref.points)
+		} else if !sc.powerCut && os.Getenv(crashAllEnv) != "1" {
+			which = killSpread(ref.points)
 		} else {
 			for n := 1; n <= ref.count; n++ {
 				which = append(which, n)
@@ -337,7 +340,7 @@ func (sc crashScenario) finish(t *testing.T, out crashOutcome, res *crashResults
 	if out.err != nil {
 		t.Fatalf("%s: no crash point tried: %v", sc.name, out.err)
 	}
-	report(t, sc, out.points)
+	report(t, sc, out.points, out.count)
 }
 
 // reference runs the scenario without a kill: it counts the crash points and records what
@@ -1004,7 +1007,7 @@ func (sc crashScenario) recoverStage(f *crashFixture, p *crashPoint, before cras
 
 // report logs a scenario's points, and fails the test with one readable entry per kind of
 // problem: every point that has it, and the whole story of the first.
-func report(t *testing.T, sc crashScenario, points []crashPoint) {
+func report(t *testing.T, sc crashScenario, points []crashPoint, count int) {
 	t.Helper()
 	passed := 0
 	classes := map[string][]crashPoint{}
@@ -1037,7 +1040,7 @@ func report(t *testing.T, sc crashScenario, points []crashPoint) {
 		}
 		lines = append(lines, fmt.Sprintf("  point %3d %s\n            broke: %s\n            recovery exits: %s", p.n, p.desc, strings.Join(names, "; "), strings.Join(recovery, ", ")))
 	}
-	t.Logf("%s: %d crash points, %d passed, %d failed", sc.name, len(points), passed, len(points)-passed)
+	t.Logf("%s: %d crash points of %d, %d passed, %d failed", sc.name, len(points), count, passed, len(points)-passed)
 	if passed == len(points) {
 		return
 	}

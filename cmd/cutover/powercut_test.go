@@ -389,6 +389,36 @@ func eachPoint(points []string, fn func(n int, desc, kind, stage string)) {
 	}
 }
 
+// killSpread returns the points of a scenario's crash log that make test kills cutover at
+// (make crash-all kills it at every point): those of powerCutSpread, and in every stage the
+// first point of each kind of effect it has (a command started and finished, a symlink, a
+// rename, a write, a journal record, ...), so that every stage is killed before, inside and
+// after each kind of work it does, and at its end. The points it leaves out repeat a kind
+// of effect already killed in the same stage (another node's, another file's).
+func killSpread(points []string) []int {
+	picked := map[int]bool{}
+	for _, n := range powerCutSpread(points) {
+		picked[n] = true
+	}
+	current := ""
+	seen := map[string]bool{}
+	eachPoint(points, func(n int, desc, kind, stage string) {
+		if kind == "journal: started" {
+			current = stage
+		}
+		if k := current + "\x00" + kind; !seen[k] {
+			seen[k] = true
+			picked[n] = true
+		}
+	})
+	out := make([]int, 0, len(picked))
+	for n := range picked {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // flagStages are the stages that read or change the queue's and the reconciler's flags.
 var flagStages = []string{"preflight", "drain", "pause-reconciler", "undrain", "finish"}
 
@@ -397,7 +427,7 @@ var flagStages = []string{"preflight", "drain", "pause-reconciler", "undrain", "
 // reconciler, every journal record of a stage that reads or changes the flags, and every
 // record of the run's way (travel, the point of no return, its end), which decides whether
 // a recovery puts them back. Elsewhere a flags-set run does what its flags-clear twin does,
-// which make test kills at every point; make crash-all kills both at every point.
+// which make test kills at its kill spread; make crash-all kills both at every point.
 func flagsSpread(points []string) []int {
 	picked := map[int]bool{}
 	for _, n := range powerCutSpread(points) {
@@ -646,6 +676,39 @@ func TestPowerCutSpread(t *testing.T) {
 		if kind, stage := pointKind(c.desc); kind != c.kind || stage != c.stage {
 			t.Errorf("pointKind(%q) = %q, %q, want %q, %q", c.desc, kind, stage, c.kind, c.stage)
 		}
+	}
+}
+
+// TestKillSpread: the kill mode's spread holds the power cut's, and in every stage the first
+// point of each kind: node2's symlink and rename in the switch, but not vm's, which repeat
+// them; a command started and finished in each of two stages.
+func TestKillSpread(t *testing.T) {
+	points := []string{
+		"1 journal: create run 1",
+		"2 journal: stop started",
+		"3 node2: command started: : daemons_stop",
+		"4 node2: command finished: : daemons_stop",
+		"5 vm: command started: : daemons_stop",
+		"6 vm: command finished: : daemons_stop",
+		"7 journal: stop done",
+		"8 journal: switch started",
+		"9 node2: symlink $ROOT/etc/app/.lib.cutover-X",
+		"10 node2: rename $ROOT/etc/app/.lib.cutover-X to $ROOT/etc/app/lib",
+		"11 vm: symlink $ROOT/etc/app/.lib.cutover-Y",
+		"12 vm: rename $ROOT/etc/app/.lib.cutover-Y to $ROOT/etc/app/lib",
+		"13 journal: switch done",
+		"14 journal: start started",
+		"15 node2: command started: : daemons_start",
+		"16 node2: command finished: : daemons_start",
+		"17 vm: command started: : daemons_start",
+		"18 vm: command finished: : daemons_start",
+		"19 journal: start done",
+		"20 journal: finish done",
+	}
+	got := killSpread(points)
+	want := []int{1, 2, 3, 4, 7, 8, 9, 10, 13, 14, 15, 16, 19, 20}
+	if !slices.Equal(got, want) {
+		t.Errorf("killSpread() = %v, want %v", got, want)
 	}
 }
 

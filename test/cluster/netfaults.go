@@ -74,6 +74,21 @@ func (c *Cluster) HoldConnections(ctx context.Context, node string) (*Fault, err
 	return f, nil
 }
 
+// Connections returns the master's established SSH connections to node as a Fault without
+// rules (its Lift does nothing), so that [Fault.Open] tells when they have all closed: what a
+// cut or a hold kept back of them has been delivered or given up.
+func (c *Cluster) Connections(ctx context.Context, node string) (*Fault, error) {
+	n, err := c.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := c.sshPorts(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return &Fault{c: c, Ports: ports}, nil
+}
+
 // CutOneWay drops every packet the master sends to node until Lift; what node sends still
 // reaches the master.
 func (c *Cluster) CutOneWay(ctx context.Context, node string) (*Fault, error) {

@@ -26,10 +26,10 @@ func useRolling(t *testing.T, c *cluster.Cluster, r demo.Rolling) {
 	must(t, c, c.Master, fmt.Sprintf("umask 077; echo %s | base64 -d > /etc/cutover/cutover.toml.new && mv /etc/cutover/cutover.toml.new /etc/cutover/cutover.toml", text))
 }
 
-// useAllAtOnce puts the master's original cutover.toml back.
+// useAllAtOnce puts the master's original cutover.toml back, if useRolling replaced it.
 func useAllAtOnce(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
-	must(t, c, c.Master, "cp -p /etc/cutover/cutover.toml.all-at-once /etc/cutover/cutover.toml")
+	must(t, c, c.Master, "! test -e /etc/cutover/cutover.toml.all-at-once || cp -p /etc/cutover/cutover.toml.all-at-once /etc/cutover/cutover.toml")
 }
 
 // loadClient is the demo application's load client running on the master.
