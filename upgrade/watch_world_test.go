@@ -31,154 +31,139 @@ const (
 	watchBootB = "9a0e3f5c-6a1b-4f7e-8a2c-1d3b4c5d6e7f"
 )
 
+// watchBoot is the boot identity of the master of the watch's Worlds (bootMaster).
+const watchBoot = watchBootA + "/7"
+
+// watchPart is the watch's part of a worldCase: the plan and daemons_ready_timeout, what an
+// earlier execution of round 1 journaled, and what the round holds after the stage: its end
+// (a prefix; "" for none), whether the watch is left pending, the verify calls, the round the
+// facts are in, the checks and the failed boots journaled in it.
+type watchPart struct {
+	plan    watchPlan
+	ready   time.Duration
+	earlier map[string]string
+	end     string
+	left    bool
+	verify  int
+	round   int
+	checks  int
+	failedB int
+}
+
+// on makes tt (its name, setup, state and error) a case of the watch stage alone, past the
+// point of no return as it always is, on a World whose master booted in watchBoot, at 1.1.0.
+func (wr watchPart) on(tt worldCase) worldCase {
+	setup := tt.setup
+	tt.opts, tt.from, tt.to, tt.past, tt.stage = upgradetest.Options{Live: "1.1.0"}, "1.0.0", "1.1.0", true, watchWindow{}
+	tt.setup = func(t *testing.T, w *upgradetest.World) {
+		bootMaster(t, w, watchBootA, 7)
+		if setup != nil {
+			setup(t, w)
+		}
+	}
+	tt.config = func(c *config.Config) { c.Commands.DaemonsReadyTimeout.Duration = wr.ready }
+	tt.prepare = func(t *testing.T, w *upgradetest.World, r *Run) { r.watch = wr.plan }
+	tt.facts = map[string]string{factWatch: wr.plan.String()}
+	for k, v := range wr.earlier {
+		tt.facts[k] = v
+	}
+	tt.errCheck = func(t *testing.T, err error) {
+		if err != nil && !IsPastPONR(err) {
+			t.Errorf("run: error %v is not past the point of no return (exit 3)", err)
+		}
+		if isWatchLeft(err) != wr.left {
+			t.Errorf("run: error %v left the watch pending: %v, want %v", err, isWatchLeft(err), wr.left)
+		}
+	}
+	state := tt.state
+	tt.check = func(t *testing.T, w *upgradetest.World, r *Run) {
+		jr, err := journal.NewStore(JournalPath(r.Config)).Run(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome := map[journal.State]journal.Outcome{journal.Done: journal.Succeeded, journal.Failed: journal.FailedPastPONR, journal.Started: journal.Running}[state]
+		if jr.Outcome != wantOutcome {
+			t.Errorf("journal: run %s, want %s", jr.Outcome, wantOutcome)
+		}
+		st := watchStatusOf(jr.Facts)
+		if st == nil || st.Round != wr.round || st.Checks != wr.checks || st.FailedBoots != wr.failedB {
+			t.Fatalf("watch status %+v, want round %d with %d checks and %d failed boots", st, wr.round, wr.checks, wr.failedB)
+		}
+		if !strings.HasPrefix(st.End, wr.end) || (wr.end == "") != (st.End == "") {
+			t.Errorf("round %d ended %q, want %q", st.Round, st.End, wr.end)
+		}
+		verify := 0
+		for _, c := range w.AllCalls() {
+			if c == "node1: verify" {
+				verify++
+			}
+		}
+		if wr.verify > 0 && verify != wr.verify || wr.left && verify == 0 {
+			t.Errorf("verify ran %d times, want %d; commands %q", verify, wr.verify, w.AllCalls())
+		}
+		if slices.Contains(w.AllCalls(), "node1: stop") {
+			t.Errorf("the watch stopped daemons: %q", w.AllCalls())
+		}
+	}
+	tt.callsChecked = true
+	return tt
+}
+
 // TestWatchOnAWorld runs the watch stage alone on a fake cluster, past the point of no return
 // as it always is: the world before (the watch plan and what an earlier execution of the round
 // journaled, the master's boot, the verify's answers), then the stage's journal state, the
 // round's end, the checks made and the error.
 func TestWatchOnAWorld(t *testing.T) {
 	long := time.Hour
-	cases := []struct {
-		name    string
-		plan    watchPlan
-		facts   func(boot string) map[string]string // an earlier execution's facts of round 1
-		setup   func(t *testing.T, w *upgradetest.World)
-		ready   time.Duration // daemons_ready_timeout
-		state   journal.State // the stage's last state
-		end     string        // the prefix of the round's end; "" for none
-		err     string        // part of the error; "" for none
-		left    bool          // the watch is left pending
-		verify  int           // verify calls
-		round   int           // the round the facts are in
-		checks  int           // checks journaled in the round
-		failedB int           // failed boots journaled in the round
-	}{
-		{name: "a healthy window ends done once it passed",
-			plan:  watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
-			state: journal.Done, end: "passed: 1 of 1 checks passed", verify: 1, round: 1, checks: 1},
-		{name: "a check that passes clears the failures before it, and the window ends healthy",
-			plan:  watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+	failVerify := func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") }
+	now := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+	runWorldCases(t, []worldCase{
+		watchPart{plan: watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			end: "passed: 1 of 1 checks passed", verify: 1, round: 1, checks: 1}.on(worldCase{
+			name: "a healthy window ends done once it passed", state: journal.Done}),
+		watchPart{plan: watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			end: "passed: 1 of 3 checks passed", verify: 3, round: 1, checks: 3}.on(worldCase{
+			name:  "a check that passes clears the failures before it, and the window ends healthy",
 			setup: func(t *testing.T, w *upgradetest.World) { w.FailOnce("node1", "verify"); w.FailOnce("node1", "verify") },
-			state: journal.Done, end: "passed: 1 of 3 checks passed", verify: 3, round: 1, checks: 3},
-		{name: "watch_failures checks in a row that fail end the watch failed",
-			plan:  watchPlan{Window: long, Interval: time.Millisecond, Failures: 3, Boots: 3},
-			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
-			state: journal.Failed, end: "failed: 3 checks in a row failed, the last: verify: node1:", err: "the watch of run 1 failed",
-			verify: 3, round: 1, checks: 3},
-		{name: "an unreachable node fails a check",
-			plan:  watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 3},
-			setup: func(t *testing.T, w *upgradetest.World) { w.Down("node3") },
-			state: journal.Failed, end: "failed: 1 check in a row failed, the last: node3:", err: "node3",
-			verify: 1, round: 1, checks: 1},
-		{name: "a watch taken up again checks at once and counts the failures journaled before",
-			plan: watchPlan{Window: long, Interval: time.Hour, Failures: 3, Boots: 3},
-			facts: func(boot string) map[string]string {
-				return map[string]string{"watch.1.start": time.Now().UTC().Format(time.RFC3339Nano), "watch.1.boot." + boot: "seen",
-					"watch.1.check.20260101T000000.000000000Z": "failed: verify: x", "watch.1.check.20260101T000001.000000000Z": "failed: verify: y"}
-			},
-			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
-			state: journal.Failed, end: "failed: 3 checks in a row failed", err: "3 checks in a row failed", verify: 1, round: 1, checks: 3},
-		{name: "a watch taken up again after its window ended healthy once it checks",
-			plan: watchPlan{Window: time.Minute, Interval: time.Hour, Failures: 3, Boots: 3},
-			facts: func(boot string) map[string]string {
-				return map[string]string{"watch.1.start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), "watch.1.boot." + boot: "seen"}
-			},
-			state: journal.Done, end: "passed: 1 of 1 checks passed over 1m0s", verify: 1, round: 1, checks: 1},
-		{name: "a resume after a failed watch watches a new window",
-			plan: watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
-			facts: func(boot string) map[string]string {
-				return map[string]string{"watch.1.start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), "watch.1.end": "failed: before"}
-			},
-			state: journal.Done, end: "passed: 1 of 1", verify: 1, round: 2, checks: 1},
-		{name: "a boot of the master inside the window that becomes healthy goes on watching",
-			plan: watchPlan{Window: time.Minute, Interval: time.Hour, Failures: 3, Boots: 3},
-			facts: func(string) map[string]string {
-				return map[string]string{"watch.1.start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), "watch.1.boot." + watchBootB + "/1": "seen"}
-			},
-			ready: time.Second, state: journal.Done, end: "passed", verify: 2, round: 1, checks: 1},
-		{name: "a boot that does not become healthy is a failed attempt, and the watch waits for the next boot",
-			plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 3},
-			facts: func(string) map[string]string {
-				return map[string]string{"watch.1.start": time.Now().UTC().Format(time.RFC3339Nano), "watch.1.boot." + watchBootB + "/1": "seen"}
-			},
-			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
-			ready: 30 * time.Millisecond, state: journal.Started, left: true, err: "boot 1 of 3 of the master inside the watch of run 1 did not become healthy",
-			round: 1, failedB: 1},
-		{name: "the watch_boots-th boot that does not become healthy ends the watch failed",
-			plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 2},
-			facts: func(string) map[string]string {
-				return map[string]string{"watch.1.start": time.Now().UTC().Format(time.RFC3339Nano), "watch.1.boot." + watchBootB + "/1": "seen",
-					"watch.1.boot." + watchBootB + "/2": "failed: verify: x"}
-			},
-			setup: func(t *testing.T, w *upgradetest.World) { w.Fail("node1", "verify") },
-			ready: 30 * time.Millisecond, state: journal.Failed, end: "failed: 2 boots of the master inside the window did not become healthy",
-			err: "2 boots", round: 1, failedB: 2},
-	}
-	for _, tt := range cases {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			w := upgradetest.New(t, upgradetest.Options{Live: "1.1.0"})
-			boot := bootMaster(t, w, watchBootA, 7)
-			if tt.setup != nil {
-				tt.setup(t, w)
-			}
-			r := worldRun(t, w, "1.0.0", "1.1.0")
-			r.Config.Commands.DaemonsReadyTimeout.Duration = tt.ready
-			r.pastPONR, r.watch = true, tt.plan
-			facts := map[string]string{factWatch: tt.plan.String()}
-			if tt.facts != nil {
-				for k, v := range tt.facts(boot) {
-					facts[k] = v
-				}
-			}
-			if _, err := r.journal.SetFacts(ctx, r.ID, facts); err != nil {
-				t.Fatal(err)
-			}
-			r.facts = facts
-			err := (&Runner{Stages: []Stage{watchWindow{}}}).Execute(ctx, r)
-			switch {
-			case tt.err == "" && err != nil:
-				t.Errorf("run: %v", err)
-			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-				t.Errorf("run: error %v, want one naming %q", err, tt.err)
-			}
-			if err != nil && !IsPastPONR(err) {
-				t.Errorf("run: error %v is not past the point of no return (exit 3)", err)
-			}
-			if isWatchLeft(err) != tt.left {
-				t.Errorf("run: error %v left the watch pending: %v, want %v", err, isWatchLeft(err), tt.left)
-			}
-			jr, jerr := journal.NewStore(JournalPath(r.Config)).Run(ctx, r.ID)
-			if jerr != nil {
-				t.Fatal(jerr)
-			}
-			if ev, _ := jr.LastEvent("watch"); ev.State != tt.state {
-				t.Errorf("journal: watch %s, want %s", ev.State, tt.state)
-			}
-			wantOutcome := map[journal.State]journal.Outcome{journal.Done: journal.Succeeded, journal.Failed: journal.FailedPastPONR, journal.Started: journal.Running}[tt.state]
-			if jr.Outcome != wantOutcome {
-				t.Errorf("journal: run %s, want %s", jr.Outcome, wantOutcome)
-			}
-			st := watchStatusOf(jr.Facts)
-			if st == nil || st.Round != tt.round || st.Checks != tt.checks || st.FailedBoots != tt.failedB {
-				t.Fatalf("watch status %+v, want round %d with %d checks and %d failed boots", st, tt.round, tt.checks, tt.failedB)
-			}
-			if !strings.HasPrefix(st.End, tt.end) || (tt.end == "") != (st.End == "") {
-				t.Errorf("round %d ended %q, want %q", st.Round, st.End, tt.end)
-			}
-			verify := 0
-			for _, c := range w.AllCalls() {
-				if c == "node1: verify" {
-					verify++
-				}
-			}
-			if tt.verify > 0 && verify != tt.verify || tt.left && verify == 0 {
-				t.Errorf("verify ran %d times, want %d; commands %q", verify, tt.verify, w.AllCalls())
-			}
-			if slices.Contains(w.AllCalls(), "node1: stop") {
-				t.Errorf("the watch stopped daemons: %q", w.AllCalls())
-			}
-		})
-	}
+			state: journal.Done}),
+		watchPart{plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			end: "failed: 3 checks in a row failed, the last: verify: node1:", verify: 3, round: 1, checks: 3}.on(worldCase{
+			name: "watch_failures checks in a row that fail end the watch failed", setup: failVerify,
+			state: journal.Failed, err: "the watch of run 1 failed"}),
+		watchPart{plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 3},
+			end: "failed: 1 check in a row failed, the last: node3:", verify: 1, round: 1, checks: 1}.on(worldCase{
+			name: "an unreachable node fails a check", setup: func(t *testing.T, w *upgradetest.World) { w.Down("node3") },
+			state: journal.Failed, err: "node3"}),
+		watchPart{plan: watchPlan{Window: long, Interval: time.Hour, Failures: 3, Boots: 3},
+			earlier: map[string]string{"watch.1.start": now(0), "watch.1.boot." + watchBoot: "seen",
+				"watch.1.check.20260101T000000.000000000Z": "failed: verify: x", "watch.1.check.20260101T000001.000000000Z": "failed: verify: y"},
+			end: "failed: 3 checks in a row failed", verify: 1, round: 1, checks: 3}.on(worldCase{
+			name: "a watch taken up again checks at once and counts the failures journaled before", setup: failVerify,
+			state: journal.Failed, err: "3 checks in a row failed"}),
+		watchPart{plan: watchPlan{Window: time.Minute, Interval: time.Hour, Failures: 3, Boots: 3},
+			earlier: map[string]string{"watch.1.start": now(-time.Hour), "watch.1.boot." + watchBoot: "seen"},
+			end:     "passed: 1 of 1 checks passed over 1m0s", verify: 1, round: 1, checks: 1}.on(worldCase{
+			name: "a watch taken up again after its window ended healthy once it checks", state: journal.Done}),
+		watchPart{plan: watchPlan{Window: time.Nanosecond, Interval: time.Millisecond, Failures: 3, Boots: 3},
+			earlier: map[string]string{"watch.1.start": now(-time.Hour), "watch.1.end": "failed: before"},
+			end:     "passed: 1 of 1", verify: 1, round: 2, checks: 1}.on(worldCase{
+			name: "a resume after a failed watch watches a new window", state: journal.Done}),
+		watchPart{plan: watchPlan{Window: time.Minute, Interval: time.Hour, Failures: 3, Boots: 3}, ready: time.Second,
+			earlier: map[string]string{"watch.1.start": now(-time.Hour), "watch.1.boot." + watchBootB + "/1": "seen"},
+			end:     "passed", verify: 2, round: 1, checks: 1}.on(worldCase{
+			name: "a boot of the master inside the window that becomes healthy goes on watching", state: journal.Done}),
+		watchPart{plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 3}, ready: 30 * time.Millisecond,
+			earlier: map[string]string{"watch.1.start": now(0), "watch.1.boot." + watchBootB + "/1": "seen"},
+			left:    true, round: 1, failedB: 1}.on(worldCase{
+			name: "a boot that does not become healthy is a failed attempt, and the watch waits for the next boot", setup: failVerify,
+			state: journal.Started, err: "boot 1 of 3 of the master inside the watch of run 1 did not become healthy"}),
+		watchPart{plan: watchPlan{Window: long, Interval: time.Millisecond, Failures: 1, Boots: 2}, ready: 30 * time.Millisecond,
+			earlier: map[string]string{"watch.1.start": now(0), "watch.1.boot." + watchBootB + "/1": "seen",
+				"watch.1.boot." + watchBootB + "/2": "failed: verify: x"},
+			end: "failed: 2 boots of the master inside the window did not become healthy", round: 1, failedB: 2}.on(worldCase{
+			name: "the watch_boots-th boot that does not become healthy ends the watch failed", setup: failVerify,
+			state: journal.Failed, err: "2 boots"}),
+	})
 }
 
 // TestWatchStatus reads a watch's journaled facts as status and the journal show them.
