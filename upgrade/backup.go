@@ -79,9 +79,6 @@ func backupRuns(ctx context.Context, r *Run, path string) map[string]uint64 {
 // Once makes a resumed run skip the stage when an earlier execution completed it.
 func (backup) Once() bool { return true }
 
-// backupDirs are the directories a backup holds: the application's state and its /etc dir.
-func (r *Run) backupDirs() []string { return r.Config.BackupDirs() }
-
 // skippedList names what a backup did not archive, for messages.
 // splitSkipped separates what backup_exclude left out on purpose from what a backup could not
 // archive (sockets, fifos, devices, links that lead elsewhere), which deserves a warning.

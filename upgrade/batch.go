@@ -75,12 +75,12 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	timeout := r.Config.Strategy.BatchTimeout.Duration
 	bctx, cancel := context.WithTimeoutCause(ctx, timeout, errBatchTimeout)
 	defer cancel()
-	r.reportBatch(b, "started", fmt.Sprintf("%s of %d: %s", b.label(), b.of, strings.Join(b.nodes, ", ")), nil)
+	b.report(r, "started", fmt.Sprintf("%s of %d: %s", b.label(), b.of, strings.Join(b.nodes, ", ")), nil)
 	failed, err := b.roll(bctx, r, list)
 	switch {
 	case err == nil:
 		r.Note("%s", strings.Join(b.nodes, ", "))
-		r.reportBatch(b, "done", b.label()+" done", nil)
+		b.report(r, "done", b.label()+" done", nil)
 		return nil
 	case ctx.Err() != nil:
 		// Interrupted (a signal): the runner rolls the run back.
@@ -88,10 +88,10 @@ func (b batch) Run(ctx context.Context, r *Run) error {
 	case errors.Is(context.Cause(bctx), errBatchTimeout):
 		// The nodes that did not finish in time are failed nodes like any other (docs/design.md
 		// §11): the failure budget decides below, unless they are a canary or the master.
-		r.reportBatch(b, "timed-out", fmt.Sprintf("%s did not finish within %s: %s", b.label(), timeout, joinNames(failed)), nil)
+		b.report(r, "timed-out", fmt.Sprintf("%s did not finish within %s: %s", b.label(), timeout, joinNames(failed)), nil)
 		err = fmt.Errorf("%s (%s) did not finish within strategy.batch_timeout %s: %w", b.label(), strings.Join(b.nodes, ", "), timeout, err)
 	default:
-		r.reportBatch(b, "failed", fmt.Sprintf("%s: %s failed", b.label(), joinNames(failed)), nil)
+		b.report(r, "failed", fmt.Sprintf("%s: %s failed", b.label(), joinNames(failed)), nil)
 	}
 	if b.canary {
 		return fmt.Errorf("canary %s failed, so no other node is touched: %w", joinNames(failed), err)
@@ -121,7 +121,7 @@ func (b batch) roll(ctx context.Context, r *Run, list []nodes.Node) (failed []st
 			ok[n.Name] = true
 			mu.Unlock()
 		}
-		r.reportBatch(b, state, n.Name, []NodeReport{{Node: n.Name, OK: err == nil, Error: errText(err), Duration: time.Since(start)}})
+		b.report(r, state, n.Name, []NodeReport{{Node: n.Name, OK: err == nil, Error: errText(err), Duration: time.Since(start)}})
 		return err
 	})
 	for _, n := range list {
@@ -187,7 +187,7 @@ func (b batch) Undo(ctx context.Context, r *Run) error {
 	if err != nil {
 		return err
 	}
-	r.reportBatch(b, "undo", fmt.Sprintf("switching %s back to %s", strings.Join(b.nodes, ", "), r.From), nil)
+	b.report(r, "undo", fmt.Sprintf("switching %s back to %s", strings.Join(b.nodes, ", "), r.From), nil)
 	var never []nodes.Node // nodes no execution switched, which cannot be reached now
 	var reach []nodes.Node
 	for _, n := range list {
@@ -335,9 +335,9 @@ func (e *toleratedError) Error() string { return e.err.Error() }
 
 func (e *toleratedError) Unwrap() error { return e.err }
 
-// reportBatch reports a batch's progress: started, a node done or failed, done, failed,
+// report reports the batch's progress in run r: started, a node done or failed, done, failed,
 // timed out, or undone.
-func (r *Run) reportBatch(b batch, state, msg string, nodes []NodeReport) {
+func (b batch) report(r *Run, state, msg string, nodes []NodeReport) {
 	r.log.Printf("%s %s: %s", b.Name(), state, msg)
 	r.report.Report(Event{Time: time.Now(), Type: "batch", Run: r.ID, Stage: b.Name(), Batch: b.n, Batches: b.of,
 		Canary: b.canary, State: state, Message: msg, Nodes: nodes})

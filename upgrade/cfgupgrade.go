@@ -55,7 +55,7 @@ func Cfgupgrade(ctx context.Context, cfg *config.Config, opts CfgupgradeOptions)
 		return nil, err
 	}
 	r, lay := s.r, s.r.Layout
-	spec := r.configSpec()
+	spec := configSpec(r.Config)
 	fromV, err := configVersion(spec)
 	if err != nil {
 		return nil, err

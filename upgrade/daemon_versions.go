@@ -67,12 +67,13 @@ func (r *Run) inspectProcesses(ctx context.Context, c Conn, node string) (nodePr
 	return nodeProcesses{boot: l.boot, judged: judge(l, lib, share, r.Layout.IsVersionDir, since)}, nil
 }
 
-// readBoot reads node's boot identity; "" when it cannot be read (a node without Linux's
-// /proc), which leaves the node's reboots unnoticed but still checked by its processes.
-func (r *Run) readBoot(c Conn, node string) string {
+// readBoot reads node's boot identity through c; "" when it cannot be read (a node without
+// Linux's /proc), which leaves the node's reboots unnoticed but still checked by its
+// processes. What could not be read is written to log.
+func readBoot(c Conn, node string, log *runLog) string {
 	boot, err := nodeBoot(c)
 	if err != nil {
-		r.log.Printf("%s: boot identity: %v", node, err)
+		log.Printf("%s: boot identity: %v", node, err)
 	}
 	return boot
 }

@@ -13,10 +13,10 @@ const defaultDaemonsReadyTimeout = 5 * time.Minute
 // daemonsReadyPoll is how often the daemons_ready command is tried again.
 var daemonsReadyPoll = 500 * time.Millisecond
 
-// awaitDaemons waits until the daemons_ready command exits 0 on the master, for the stages
+// awaitDaemons waits until the daemons_ready command exits 0 on the master of run r, for the stages
 // that talk to the master's daemons: after a start, and before the drain of a run that may
 // follow a reboot. Without the command it returns at once.
-func (r *Run) awaitDaemons(ctx context.Context) error {
+func awaitDaemons(ctx context.Context, r *Run) error {
 	cmd := r.Config.Commands.DaemonsReady
 	if cmd == "" {
 		return nil

@@ -93,7 +93,7 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 		// A stop that ran in the node's command shell ran in the boot the shell knows: no read.
 		boot := res.Boot
 		if boot == "" {
-			boot = r.readBoot(c, node)
+			boot = readBoot(c, node, r.log)
 		}
 		r.stoppedAt(node, boot)
 		return nil

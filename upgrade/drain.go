@@ -29,7 +29,7 @@ var drainPoll = time.Second
 
 func (drain) Run(ctx context.Context, r *Run) error {
 	cmds := r.Config.Commands
-	if err := r.awaitDaemons(ctx); err != nil {
+	if err := awaitDaemons(ctx, r); err != nil {
 		return err
 	}
 	was := "no"

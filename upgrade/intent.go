@@ -22,10 +22,10 @@ func (intent) Name() string { return "intent" }
 func (intent) Where() Where { return OnMaster }
 
 func (intent) Run(ctx context.Context, r *Run) error {
-	err := r.writeIntent()
+	err := writeIntent(r)
 	crashPoint(false, "intent written")
 	if err == nil {
-		r.prepareNodes(ctx)
+		prepareNodes(ctx, r)
 	}
 	return err
 }
@@ -36,11 +36,11 @@ type preparer interface {
 	Prepare(ctx context.Context) error
 }
 
-// prepareNodes readies every online node's connection for the run's commands, once the
+// prepareNodes readies every online node's connection for run r's commands, once the
 // operator has agreed to the run and before the daemons stop, so that starting each node's
 // command shell is not inside the downtime window. What fails here is only logged: the node's
 // next command meets the same trouble and reports it where it matters.
-func (r *Run) prepareNodes(ctx context.Context) {
+func prepareNodes(ctx context.Context, r *Run) {
 	nodes.Each(ctx, r.Online, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
 		c, err := r.dial.Conn(ctx, n.Name)
 		if err != nil {
@@ -56,9 +56,9 @@ func (r *Run) prepareNodes(ctx context.Context) {
 }
 
 // writeIntent writes the intent file naming r as the pending run.
-func (r *Run) writeIntent() error {
+func writeIntent(r *Run) error {
 	host, _ := os.Hostname()
-	return journal.WriteIntent(r.intentPath(), journal.Intent{
+	return journal.WriteIntent(IntentPath(r.Config), journal.Intent{
 		RunID: r.ID, Kind: string(r.Kind), From: r.From, To: r.To, Direction: string(r.Direction),
 		Host: host, PID: os.Getpid(), Created: time.Now().UTC(),
 		App: r.Config.App, Config: r.Config.File, StateDir: r.Config.Paths.StateDir,
@@ -76,12 +76,10 @@ func (intent) Releases() {}
 
 // releaseIntent removes the run's intent file.
 func releaseIntent(r *Run) error {
-	err := journal.RemoveIntent(r.intentPath())
+	err := journal.RemoveIntent(IntentPath(r.Config))
 	crashPoint(false, "intent removed")
 	return err
 }
-
-func (r *Run) intentPath() string { return IntentPath(r.Config) }
 
 // IntentPath is where the intent file of a cluster lives.
 func IntentPath(c *config.Config) string { return filepath.Join(c.Paths.StateDir, "intent.json") }

@@ -15,9 +15,9 @@ import (
 	"github.com/cutover/cutover/upgrade/config"
 )
 
-// configSpec says where the application's config keeps its version.
-func (r *Run) configSpec() cfgupgrade.Spec {
-	return cfgupgrade.Spec{File: r.Config.Config.File, VersionKey: r.Config.Config.VersionKey, Encoding: cfgupgrade.Encoding(r.Config.Config.VersionEncoding)}
+// configSpec says where the application's config, as cfg describes it, keeps its version.
+func configSpec(cfg *config.Config) cfgupgrade.Spec {
+	return cfgupgrade.Spec{File: cfg.Config.File, VersionKey: cfg.Config.VersionKey, Encoding: cfgupgrade.Encoding(cfg.Config.VersionEncoding)}
 }
 
 // configVersion reads the version of the application's config, parsed where it enters.
@@ -52,9 +52,9 @@ func (r *Run) migrations() ([]cfgupgrade.Migration, error) {
 // it itself, copies it to every node. A failure that left the config untouched is still
 // before the point of no return.
 func migrateConfig(ctx context.Context, r *Run, command string) error {
-	spec := r.configSpec()
+	spec := configSpec(r.Config)
 	var note string // what the stage did, for its line of output
-	if v, err := configVersion(spec); err == nil && r.configAt(v, r.ToVersion) {
+	if v, err := configVersion(spec); err == nil && configAt(r.Config, v, r.ToVersion) {
 		// A resumed run finds the config migrated by its earlier execution: the world wins.
 		if !r.history.doneBefore(r.currentStage()) {
 			r.log.Printf("config: %s is already at %s although the journal does not record the migration as done", spec.File, v)
@@ -104,9 +104,9 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 // upgrade_command, which the source's links name again by then. Then it copies the config to
 // the nodes as migrateConfig does. A config already at the source is left as it is.
 func migrateConfigBack(ctx context.Context, r *Run) error {
-	spec := r.configSpec()
+	spec := configSpec(r.Config)
 	switch v, err := configVersion(spec); {
-	case err == nil && r.configAt(v, r.FromVersion):
+	case err == nil && configAt(r.Config, v, r.FromVersion):
 		r.log.Printf("config: %s is at %s already", spec.File, v)
 	case r.Config.Config.Migrate == "exec":
 		command := r.Config.Config.UpgradeCommand
@@ -136,9 +136,9 @@ func migrateConfigBack(ctx context.Context, r *Run) error {
 }
 
 // configAt reports whether a config at version v is at version want: the same version, or
-// with version_dirs = "minor" the same minor (such a config names no patch release).
-func (r *Run) configAt(v, want layout.Version) bool {
-	if r.Config.VersionDirs == "minor" {
+// with version_dirs = "minor" in cfg the same minor (such a config names no patch release).
+func configAt(cfg *config.Config, v, want layout.Version) bool {
+	if cfg.VersionDirs == "minor" {
 		return v.SameMinor(want)
 	}
 	return v.String() == want.String()

@@ -196,7 +196,7 @@ func clockCheck(node string, secs int64, before, after time.Time) checkResult {
 // migrations, that the migrations apply to it: a corrupt or foreign config is refused here,
 // before anything is written, rather than at the point of no return.
 func checkAppConfig(r *Run) error {
-	spec := r.configSpec()
+	spec := configSpec(r.Config)
 	if _, err := os.Stat(spec.File); err != nil {
 		return fmt.Errorf("application config: %w", err)
 	}
@@ -228,7 +228,7 @@ func checkAppConfig(r *Run) error {
 // and says how much it needs and has.
 func checkDiskSpace(r *Run) (string, error) {
 	var need int64 = 16 << 20
-	for _, dir := range r.backupDirs() {
+	for _, dir := range r.Config.BackupDirs() {
 		// A top-level directory that is a link (state on another disk) is followed, as
 		// the backup follows it.
 		if real, err := filepath.EvalSymlinks(dir); err == nil {

@@ -227,10 +227,10 @@ func changedFiles(before, after string) []string {
 	return names
 }
 
-// restartNodes returns the nodes of list the restart stage restarts: those where redist-conf
+// restartNodes returns the nodes of list the restart stage of run r restarts: those where redist-conf
 // changed a watched file, as an earlier stage learned, or all of them when it learned
 // nothing (no restart_watch).
-func (r *Run) restartNodes(list []nodes.Node) []nodes.Node {
+func restartNodes(r *Run, list []nodes.Node) []nodes.Node {
 	v, ok := r.Fact(factRestartNodes)
 	if !ok {
 		return list

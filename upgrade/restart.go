@@ -26,7 +26,7 @@ func (restart) Where() Where { return OnAll }
 func (restart) Skip(r *Run) bool { return r.Config.Commands.RedistConf == "" }
 
 func (restart) Run(ctx context.Context, r *Run) error {
-	list := r.restartNodes(r.Online)
+	list := restartNodes(r, r.Online)
 	if len(list) == 0 {
 		r.Note("redist-conf changed nothing the daemons read: no restart")
 		return nil
@@ -40,5 +40,5 @@ func (restart) Run(ctx context.Context, r *Run) error {
 	if err != nil {
 		return err
 	}
-	return r.awaitDaemons(ctx)
+	return awaitDaemons(ctx, r)
 }

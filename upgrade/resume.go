@@ -133,7 +133,7 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 	res.Downtime = r.perNode.downtime(r.factsCopy())
 	res.Batches = r.Batches
 	res.Watched = r.watch.Window > 0
-	if r.rollbackApplies(err) {
+	if rollbackApplies(r, err) {
 		res.Rollback, err = rollBackFailed(ctx, r, err)
 	}
 	return res, err

@@ -24,7 +24,7 @@ const (
 // source: [policy] on_failure = "rollback", an upgrade run with stages that failed past its
 // point of no return (its final verify, or its resume at boot), not itself a rollback, and
 // no rollback tried for it before.
-func (r *Run) rollbackApplies(err error) bool {
+func rollbackApplies(r *Run, err error) bool {
 	if err == nil || !IsPastPONR(err) || r.Config.Policy.OnFailure != "rollback" || r.Kind != KindUpgrade || r.ID == 0 {
 		return false
 	}
@@ -84,7 +84,7 @@ func rollBackFailed(ctx context.Context, n *Run, cause error) (*Result, error) {
 	// The rollback stopped before its point of no return and undid what it did, its intent
 	// included: the failed run is the pending one again.
 	if r.ID != 0 {
-		if werr := n.writeIntent(); werr != nil {
+		if werr := writeIntent(n); werr != nil {
 			return res, pastPONR(fmt.Errorf("%w; the automatic rollback, run %d, did not go through (%w), and the intent of run %d could not be written again: %w; run 'cutover upgrade --resume'", cause, r.ID, err, n.ID, werr))
 		}
 	}

@@ -163,15 +163,7 @@ func (r *Run) stages() []Stage {
 	if r.Batches != nil {
 		list = RollingStages(r.Batches)
 	}
-	return r.watched(list)
-}
-
-// watched ends list with the watch when the run watches the cluster after its finish.
-func (r *Run) watched(list []Stage) []Stage {
-	if r.watch.Window <= 0 {
-		return list
-	}
-	return append(list, watchWindow{})
+	return r.watch.watched(list)
 }
 
 // planRolling decides the batches of a new rolling run, or none for an all-at-once one.

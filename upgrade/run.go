@@ -290,30 +290,6 @@ func (r *Run) Remember(key, value string) {
 	r.unsaved[key] = value
 }
 
-// saveFacts journals the facts remembered since the last call, in one write; the values the
-// journal already held for them (an earlier execution's) win.
-func (r *Run) saveFacts(ctx context.Context) error {
-	r.mu.Lock()
-	facts := r.unsaved
-	r.unsaved = nil
-	r.mu.Unlock()
-	if len(facts) == 0 || r.journal == nil || r.ID == 0 {
-		return nil
-	}
-	stored, err := r.journal.SetFacts(ctx, r.ID, facts)
-	if err != nil {
-		return fmt.Errorf("journal: record %d facts: %w", len(facts), err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range facts {
-		if v, ok := stored[k]; ok {
-			r.facts[k] = v
-		}
-	}
-	return nil
-}
-
 // factsCopy is a copy of the run's facts.
 func (r *Run) factsCopy() map[string]string {
 	r.mu.Lock()
@@ -367,16 +343,6 @@ func (r *Run) Warn(format string, args ...any) {
 }
 
 var waitReportEvery = 5 * time.Second
-
-// expand replaces the placeholders {from}, {to} and {node} of a configured command with
-// shell-quoted values.
-func (r *Run) expand(command, node string) string {
-	return strings.NewReplacer(
-		"{from}", nodes.Quote(r.From),
-		"{to}", nodes.Quote(r.To),
-		"{node}", nodes.Quote(node),
-	).Replace(command)
-}
 
 func tail(s string, n int) string {
 	s = strings.TrimSpace(s)

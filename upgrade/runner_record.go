@@ -44,6 +44,30 @@ func (rn *Runner) journalEarly(ctx context.Context, r *Run) error {
 	return nil
 }
 
+// saveFacts journals the facts r remembered since the last call (Run.Remember), in one write;
+// the values the journal already held for them (an earlier execution's) win.
+func (rn *Runner) saveFacts(ctx context.Context, r *Run) error {
+	r.mu.Lock()
+	facts := r.unsaved
+	r.unsaved = nil
+	r.mu.Unlock()
+	if len(facts) == 0 || r.journal == nil || r.ID == 0 {
+		return nil
+	}
+	stored, err := r.journal.SetFacts(ctx, r.ID, facts)
+	if err != nil {
+		return fmt.Errorf("journal: record %d facts: %w", len(facts), err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range facts {
+		if v, ok := stored[k]; ok {
+			r.facts[k] = v
+		}
+	}
+	return nil
+}
+
 func (rn *Runner) index(st Stage) int {
 	for i, s := range rn.Stages {
 		if s.Name() == st.Name() {
@@ -89,7 +113,7 @@ func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state jou
 	r.log.Printf("[%d/%d] %s %s %s %s", i+1, len(rn.Stages), st.Name(), state, d.Round(time.Millisecond), msg)
 	var jerr error
 	if state != journal.Started {
-		if err := r.saveFacts(context.WithoutCancel(ctx)); err != nil {
+		if err := rn.saveFacts(context.WithoutCancel(ctx), r); err != nil {
 			r.Warn("%v", err)
 		}
 	}

@@ -267,7 +267,7 @@ func liveVersion(ctx context.Context, r *Run) (string, error) {
 	if r.Config.VersionDirs == "full" {
 		return dir, nil
 	}
-	v, err := configVersion(r.configSpec())
+	v, err := configVersion(configSpec(r.Config))
 	if err != nil {
 		return "", fmt.Errorf("%s: live version: %w", r.Inventory.Master, err)
 	}

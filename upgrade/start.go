@@ -21,5 +21,5 @@ func (start) Run(ctx context.Context, r *Run) error {
 	if err := r.daemons(ctx, r.Online, true); err != nil {
 		return err
 	}
-	return r.awaitDaemons(ctx)
+	return awaitDaemons(ctx, r)
 }

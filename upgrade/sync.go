@@ -163,7 +163,7 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, c
 	r.From = distinctVersions(res.Nodes)
 	list := strings.Join(names, " ")
 	err = execute(ctx, r, recipe{
-		kind: KindSync, stages: r.watched(SyncStages()), facts: facts, dryRun: dryRun, confirm: confirm,
+		kind: KindSync, stages: r.watch.watched(SyncStages()), facts: facts, dryRun: dryRun, confirm: confirm,
 		details: func() []string {
 			var out []string
 			for _, n := range res.Nodes {

@@ -2,8 +2,10 @@ package upgrade
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cutover/cutover/layout"
+	"github.com/cutover/cutover/nodes"
 )
 
 // Target is a run's two versions, parsed once with one grammar (layout.ParseVersion) and
@@ -51,3 +53,13 @@ func (t Target) FromMinor() string { return t.FromVersion.MajorMinor() }
 
 // ToMinor is MAJOR.MINOR of the target version.
 func (t Target) ToMinor() string { return t.ToVersion.MajorMinor() }
+
+// expand replaces the placeholders {from}, {to} and {node} of a configured command with
+// shell-quoted values: the target's versions and node.
+func (t Target) expand(command, node string) string {
+	return strings.NewReplacer(
+		"{from}", nodes.Quote(t.From),
+		"{to}", nodes.Quote(t.To),
+		"{node}", nodes.Quote(node),
+	).Replace(command)
+}

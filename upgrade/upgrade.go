@@ -127,7 +127,7 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	res.Downtime = r.perNode.downtime(r.factsCopy())
 	res.Batches = r.Batches
 	res.Watched = r.watch.Window > 0
-	if r.rollbackApplies(err) {
+	if rollbackApplies(r, err) {
 		res.Rollback, err = rollBackFailed(ctx, r, err)
 	}
 	return res, err

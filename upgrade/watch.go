@@ -160,7 +160,7 @@ func (w *watcher) boot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	boot := r.readBoot(c, master)
+	boot := readBoot(c, master, r.log)
 	if boot == "" {
 		return nil
 	}
@@ -210,7 +210,7 @@ func (w *watcher) bootHealthy(ctx context.Context, limit time.Duration) string {
 	r := w.r
 	deadline := time.Now().Add(limit)
 	ready, cancel := context.WithDeadline(ctx, deadline)
-	err := r.awaitDaemons(ready)
+	err := awaitDaemons(ready, r)
 	cancel()
 	if err != nil {
 		return watchText(err.Error())

@@ -235,3 +235,11 @@ func endWatchEarly(ctx context.Context, r *Run, stages []Stage) error {
 	}
 	return nil
 }
+
+// watched ends list with the watch when the plan watches the cluster after the run's finish.
+func (p watchPlan) watched(list []Stage) []Stage {
+	if p.Window <= 0 {
+		return list
+	}
+	return append(list, watchWindow{})
+}
