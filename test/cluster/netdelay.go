@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -20,6 +21,42 @@ import (
 // (./nfdelay), run on the host in the master's network namespace, which gives each its verdict
 // half the round trip later, or drops it. The rules have no --queue-bypass: while the program
 // is not there, those packets are dropped rather than let through undelayed.
+
+// RequireDelay is [Require] for a test that makes a [Cluster.Delay]: it also skips the test when
+// this machine has no nsenter, no iptables or a kernel without nfnetlink_queue, or fails it when
+// the environment variable CI is "true".
+func RequireDelay(t testing.TB) {
+	t.Helper()
+	Require(t)
+	if err := delayPrerequisites(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("delay: %v", err)
+		}
+		t.Skipf("delay: %v (with CI=true this is a failure)", err)
+	}
+}
+
+// delayPrerequisites checks for nsenter, iptables and nfnetlink_queue, built in or loaded
+// (/proc/net/netfilter/nfnetlink_queue) or a module the kernel can load when nfdelay binds.
+func delayPrerequisites() error {
+	for _, cmd := range []string{"nsenter", "iptables"} {
+		if _, err := exec.LookPath(cmd); err != nil {
+			return fmt.Errorf("%s is not installed", cmd)
+		}
+	}
+	if _, err := os.Stat("/proc/net/netfilter/nfnetlink_queue"); err == nil {
+		return nil
+	}
+	release, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return fmt.Errorf("the kernel's release: %w", err)
+	}
+	mods, _ := filepath.Glob("/lib/modules/" + strings.TrimSpace(string(release)) + "/kernel/net/netfilter/nfnetlink_queue.ko*")
+	if len(mods) == 0 {
+		return errors.New("the kernel has no nfnetlink_queue (NFQUEUE), which delays the packets")
+	}
+	return nil
+}
 
 // lastQueue numbers the netfilter queues of this process's delays; each has its own.
 var lastQueue atomic.Uint32

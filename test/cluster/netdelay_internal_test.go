@@ -53,6 +53,7 @@ func TestDelayRefusesBadArguments(t *testing.T) {
 // connect after Lift stay fast.
 func TestDelay(t *testing.T) {
 	t.Parallel()
+	RequireDelay(t)
 	c := New(t, Options{Nodes: 3, Bare: true})
 	ctx := t.Context()
 	const rtt = 300 * time.Millisecond

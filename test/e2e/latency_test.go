@@ -26,6 +26,7 @@ var latencyPromise = regexp.MustCompile(strings.ReplaceAll(
 // being slow), each within the bound the guide states.
 func TestLatency(t *testing.T) {
 	t.Parallel()
+	cluster.RequireDelay(t)
 	guide, err := os.ReadFile("../../docs/guide.md")
 	if err != nil {
 		t.Fatal(err)
