@@ -125,14 +125,9 @@ func closeOrphans(ctx context.Context, store *journal.Store, r *Run) {
 		if err := (crashJournal{store}).Finish(ctx, old.ID, journal.Aborted, time.Now()); err != nil {
 			continue
 		}
-		switch kindOf(old.Kind) {
-		case KindSync:
-			r.Warn("sync run %d was interrupted; it is marked aborted in the journal: run the same sync again to finish it", old.ID)
-		case KindStaging:
-			r.Warn("stage run %d was interrupted; it is marked aborted in the journal: run the same 'cutover stage' again to finish it", old.ID)
-		case KindPrune:
-			r.Warn("prune run %d was interrupted; it is marked aborted in the journal: run 'cutover prune' again to finish it", old.ID)
-		default:
+		if k := kindOf(old.Kind); k.traits().rerun != "" {
+			r.Warn("%s was interrupted; it is marked aborted in the journal: run %s to finish it", k.runName(old.ID), k.traits().rerun)
+		} else {
 			r.Warn("run %d was interrupted before it changed anything; it is marked aborted in the journal", old.ID)
 		}
 	}

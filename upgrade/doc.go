@@ -26,8 +26,8 @@
 // A new command is a recipe. Write its stages, each a small type in its own file, with the
 // optional interfaces that say what it is (readOnly for a check, undoer, ponrStage, onceOnly,
 // releaser for an intent); list them in order in a function beside the command's entry point;
-// add its Kind to kind.go; and in the entry point, open the session, refuse what must be
-// refused before anything runs, and call
+// add its Kind and its row in the kinds table to kind.go; and in the entry point, open the
+// session, refuse what must be refused before anything runs, and call
 //
 //	err = execute(ctx, r, recipe{kind: KindX, stages: XStages(job), dryRun: opts.DryRun,
 //		confirm: opts.Confirm, facts: map[string]string{...}, details: job.details,

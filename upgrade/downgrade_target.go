@@ -26,10 +26,11 @@ func DowngradeTarget(ctx context.Context, cfg *config.Config) (string, error) {
 	}
 	for i := len(runs) - 1; i >= 0; i-- {
 		jr := runs[i]
-		if jr.Outcome != journal.Succeeded || (jr.Kind != "upgrade" && jr.Kind != "restore") {
+		kind := kindOf(jr.Kind)
+		if jr.Outcome != journal.Succeeded || !kind.traits().switches {
 			continue
 		}
-		if jr.Kind == "restore" || Direction(jr.Direction) != Up {
+		if kind != KindUpgrade || Direction(jr.Direction) != Up {
 			return "", badInput(fmt.Errorf("--downgrade: the last run that switched the cluster, run %d, was a %s (%s -> %s), not an upgrade: name the version with --to", jr.ID, jr.Direction, jr.From, jr.To))
 		}
 		if cfg.Policy.Downgrade == "previous-minor" {

@@ -189,8 +189,7 @@ func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []strin
 	}
 	for i := len(runs) - 1; i >= 0; i-- {
 		run := runs[i]
-		switched := run.Kind == "upgrade" || run.Kind == "restore" || run.Kind == ""
-		if run.Outcome != journal.Succeeded || !switched || run.From == "" || run.From == run.To {
+		if run.Outcome != journal.Succeeded || !kindOf(run.Kind).traits().switches || run.From == "" || run.From == run.To {
 			continue
 		}
 		for _, v := range []string{run.From, run.To} {

@@ -8,19 +8,34 @@ import (
 	archive "github.com/cutover/cutover/upgrade/backup"
 )
 
-// pendingStages returns the stage list of the pending run s loaded, by its kind: what a
-// resume runs, what an abort undoes and where the point of no return lies.
+// pendingStages returns the stage list of the pending run s loaded, as its kind builds it:
+// what a resume runs, what an abort undoes and where the point of no return lies.
 func (s *session) pendingStages() ([]Stage, error) {
-	r := s.r
-	switch r.Kind {
-	case KindRestore:
-		st, err := s.openRestoring()
-		if err != nil {
-			return restoreStages(&restoring{rep: &RestoreReport{}}), err
-		}
-		return restoreStages(st), nil
+	return s.r.Kind.traits().pending.stages(s)
+}
+
+// upgradeStages is the stage list of a pending upgrade: the one it started with.
+func upgradeStages(s *session) ([]Stage, error) { return s.r.stages(), nil }
+
+// restoreStagesOf is the stage list of a pending restore, with the archive its journal record
+// names; without the archive, the list an abort undoes with, and why it is missing.
+func restoreStagesOf(s *session) ([]Stage, error) {
+	st, err := s.openRestoring()
+	if err != nil {
+		return restoreStages(&restoring{rep: &RestoreReport{}}), err
 	}
-	return r.stages(), nil
+	return restoreStages(st), nil
+}
+
+// resumeRestore plans the resume of a pending restore: it starts again at its check, which
+// verifies the archive once more; the state it kept aside stays. Past its point of no return
+// the master may be half restored, and a reboot may have started its daemons on that: they
+// stop first.
+func resumeRestore(r *Run, rn *Runner) bool {
+	if r.pastPONR {
+		rn.Prelude = []Stage{stopMaster{}}
+	}
+	return true
 }
 
 // openRestoring prepares the restore of the pending restore run s loaded: the archive its

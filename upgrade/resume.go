@@ -105,14 +105,9 @@ func resume(ctx context.Context, s *session, hostname string, wait time.Duration
 	}
 	r.log.Printf("run %d resumed: %s -> %s (%s), past the point of no return: %v", r.ID, r.From, r.To, r.Direction, r.pastPONR)
 	r.report.Report(Event{Time: time.Now(), Type: "run", Run: r.ID, Message: fmt.Sprintf("resuming run %d: %s %s -> %s", r.ID, r.Config.App, r.From, r.To)})
-	switch {
-	case r.Kind == KindRestore:
-		// A restore starts again at its check, which verifies the archive once more; the
-		// state it kept aside stays. Past its point of no return the master may be half
-		// restored, and a reboot may have started its daemons on that: they stop first.
-		if r.pastPONR {
-			rn.Prelude = []Stage{stopMaster{}}
-		}
+	switch plan := r.Kind.traits().pending.resume; {
+	case plan != nil && plan(r, rn):
+		// The run's kind planned its resume.
 	case r.history.doneBefore((finish{}).Name()) && r.watch.Window > 0:
 		// The run is watched: the watch goes on, with the cluster as it is.
 		rn.Start = slices.IndexFunc(stages, func(st Stage) bool { _, ok := st.(leaver); return ok })

@@ -154,10 +154,23 @@ func waysOut(cfg *config.Config, in journal.Intent) string {
 // pendingName names the run an intent is of, for messages: "run 7 (1.0.0 -> 1.1.0)", or
 // "restore run 7 (... -> 1.0.0)".
 func pendingName(in journal.Intent) string {
-	if k := kindOf(in.Kind); k != KindUpgrade {
-		return fmt.Sprintf("%s run %d (%s -> %s)", k, in.RunID, in.From, in.To)
+	return fmt.Sprintf("%s (%s -> %s)", kindOf(in.Kind).runName(in.RunID), in.From, in.To)
+}
+
+// upgradeTarget is the target of a pending upgrade: versions the layout accepts, in the
+// direction the intent records.
+func upgradeTarget(lay *layout.Layout, in journal.Intent) (Target, error) {
+	t, err := newTarget(lay, in.From, in.To)
+	if err == nil && t.Direction != Direction(in.Direction) {
+		err = fmt.Errorf("the versions make a %s, not a %s", t.Direction, in.Direction)
 	}
-	return fmt.Sprintf("run %d (%s -> %s)", in.RunID, in.From, in.To)
+	return t, err
+}
+
+// restoreTarget is the target of a pending restore: from whatever the master ran to the
+// archive's version.
+func restoreTarget(_ *layout.Layout, in journal.Intent) (Target, error) {
+	return Target{From: in.From, To: in.To}, nil
 }
 
 // loadPending loads the run the intent names: the intent must belong to the configuration in
@@ -180,18 +193,13 @@ func (s *session) loadPending(ctx context.Context) error {
 		return badInput(fmt.Errorf("the intent %s (run %d, %s %s %s -> %s) disagrees with the journal %s (%s %s %s -> %s); nothing was touched: see the guide's 'When the intent or the journal is damaged'",
 			path, in.RunID, kindOf(in.Kind), in.Direction, in.From, in.To, JournalPath(cfg), jr.Kind, jr.Direction, jr.From, jr.To))
 	}
-	var t Target
-	switch kind {
-	case KindUpgrade:
-		t, err = newTarget(r.Layout, in.From, in.To)
-		if err != nil || t.Direction != Direction(in.Direction) {
-			return badInput(fmt.Errorf("the intent %s names versions %q -> %q (%s) that are not a valid run: %v; nothing was touched", path, in.From, in.To, in.Direction, err))
-		}
-	case KindRestore:
-		// A restore goes from whatever the master ran to the archive's version.
-		t = Target{From: in.From, To: in.To}
-	default:
+	pk := kind.traits().pending
+	if pk == nil {
 		return badInput(fmt.Errorf("the intent %s names run %d of kind %q, which never leaves an intent; nothing was touched: see the guide's 'When the intent or the journal is damaged'", path, in.RunID, jr.Kind))
+	}
+	t, err := pk.target(r.Layout, *in)
+	if err != nil {
+		return badInput(fmt.Errorf("the intent %s names versions %q -> %q (%s) that are not a valid run: %v; nothing was touched", path, in.From, in.To, in.Direction, err))
 	}
 	if r.log, err = openRunLog(cfg.Paths.StateDir, jr.ID); err != nil {
 		return err

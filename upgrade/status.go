@@ -250,8 +250,7 @@ func unconfirmedNodes(runs []journal.Run) map[string]uint64 {
 		if jr.Outcome != journal.Succeeded {
 			continue
 		}
-		switch kindOf(jr.Kind) {
-		case KindSync:
+		if kindOf(jr.Kind).traits().catchesUp {
 			for _, ev := range jr.Events {
 				if ev.Stage != (syncSwitch{}).Name() || ev.State != journal.Done {
 					continue
@@ -262,7 +261,7 @@ func unconfirmedNodes(runs []journal.Run) map[string]uint64 {
 					}
 				}
 			}
-		default:
+		} else {
 			for k := range jr.Facts {
 				if n, ok := strings.CutPrefix(k, factUnknownPrefix); ok {
 					out[n] = jr.ID
