@@ -64,10 +64,10 @@ func TestDebianGaneti(t *testing.T) {
 		t.Fatalf("Live = %q, %v, want 3.0", live, err)
 	}
 	assertInstalled(t, l, "3.0")
-	if err := l.CheckInstalled(ctx, OSFS{}, "3.0.2"); err != nil {
+	if err := l.CheckInstalled(ctx, OSFS{}, mustParse(t, "3.0.2")); err != nil {
 		t.Errorf("CheckInstalled(3.0.2) = %v", err)
 	}
-	if err := l.CheckInstalled(ctx, OSFS{}, "2.16.2"); !IsNotInstalled(err) || !strings.Contains(err.Error(), "missing /usr/lib/ganeti/2.16") {
+	if err := l.CheckInstalled(ctx, OSFS{}, mustParse(t, "2.16.2")); !IsNotInstalled(err) || !strings.Contains(err.Error(), "missing /usr/lib/ganeti/2.16") {
 		t.Errorf("CheckInstalled(2.16.2) = %v, want 2.16 not installed, its lib tree missing", err)
 	}
 
@@ -77,10 +77,10 @@ func TestDebianGaneti(t *testing.T) {
 	}
 	assertInstalled(t, l, "3.0", "3.1")
 	for _, v := range []string{"3.1.0", "3.0.2"} {
-		if err := l.Switch(ctx, OSFS{}, v); err != nil {
+		if err := switchTo(ctx, l, OSFS{}, v); err != nil {
 			t.Fatalf("Switch(%s) = %v", v, err)
 		}
-		dir, _ := l.VersionDir(v)
+		dir := l.DirOf(mustParse(t, v))
 		for _, target := range []string{"lib", "share"} {
 			if got, want := readlink(t, root, "etc/ganeti/"+target), "/usr/"+target+"/ganeti/"+dir; got != want {
 				t.Errorf("after Switch(%s): /etc/ganeti/%s -> %q, want %q", v, target, got, want)

@@ -14,7 +14,7 @@
 //	<datadir>/<app>/default  -> <sysconfdir>/<app>/share        never touched here
 //
 // VERSIONDIR is MAJOR.MINOR (version_dirs "minor", Ganeti's default) or the whole version
-// ("full"); see [Layout.VersionDir]. Debian's ganeti packages install exactly this tree
+// ("full"); see [Layout.DirOf]. Debian's ganeti packages install exactly this tree
 // (/usr/lib/ganeti/3.0, /etc/ganeti/lib -> /usr/lib/ganeti/3.0).
 //
 // # Reading

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"context"
 	"io/fs"
 	"maps"
 	"os"
@@ -127,4 +128,14 @@ func assertNoTemps(t *testing.T, root, dir string) {
 			t.Errorf("temporary link %s left in %s", e.Name(), dir)
 		}
 	}
+}
+
+// switchTo parses version, as cutover does where a version enters it, and switches l's links
+// on fsys to it; a version that does not parse is refused before anything is touched.
+func switchTo(ctx context.Context, l *Layout, fsys FS, version string) error {
+	v, err := ParseVersion(version)
+	if err != nil {
+		return err
+	}
+	return l.Switch(ctx, fsys, v)
 }

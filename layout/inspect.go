@@ -108,8 +108,8 @@ func describe(fi fs.FileInfo) string {
 
 // IsVersionDir reports whether name is a VERSIONDIR in this layout's version_dirs mode.
 func (l *Layout) IsVersionDir(name string) bool {
-	dir, err := l.VersionDir(name)
-	return err == nil && dir == name
+	v, err := ParseVersion(name)
+	return err == nil && l.DirOf(v) == name
 }
 
 // mode returns the version_dirs setting, for messages.
@@ -138,7 +138,9 @@ func (l *Layout) Installed(ctx context.Context, fsys FS) ([]string, error) {
 		if !slices.Contains(shares, dir) {
 			continue
 		}
-		err := l.CheckInstalled(ctx, fsys, dir)
+		// A VERSIONDIR parses: versionDirs lists only names IsVersionDir accepts.
+		v, _ := ParseVersion(dir)
+		err := l.CheckInstalled(ctx, fsys, v)
 		if IsNotInstalled(err) {
 			continue
 		}
@@ -147,13 +149,14 @@ func (l *Layout) Installed(ctx context.Context, fsys FS) ([]string, error) {
 		}
 		installed = append(installed, dir)
 	}
-	sortVersionDirs(installed)
+	SortVersionDirs(installed)
 	return installed, nil
 }
 
-// sortVersionDirs sorts VERSIONDIRs by version (go-version order), then by spelling; each
-// name is parsed once.
-func sortVersionDirs(names []string) {
+// SortVersionDirs sorts VERSIONDIRs by version (go-version order), then by spelling, so
+// "1.10" comes after "1.9"; each name is parsed once, and a name that is no version is
+// ordered by its spelling.
+func SortVersionDirs(names []string) {
 	versions := make(map[string]Version, len(names))
 	for _, name := range names {
 		if v, err := ParseVersion(name); err == nil {
@@ -193,14 +196,11 @@ func (l *Layout) versionDirs(ctx context.Context, fsys FS, dir string) ([]string
 	return names, nil
 }
 
-// CheckInstalled returns nil if both trees of version exist as directories (symlinks to
+// CheckInstalled returns nil if both trees of version v exist as directories (symlinks to
 // directories count). Otherwise the error satisfies IsNotInstalled and names the missing
 // tree or trees; an error reading the node does not.
-func (l *Layout) CheckInstalled(ctx context.Context, fsys FS, version string) error {
-	lib, share, err := l.Trees(version)
-	if err != nil {
-		return err
-	}
+func (l *Layout) CheckInstalled(ctx context.Context, fsys FS, v Version) error {
+	lib, share := l.Trees(v)
 	var missing []string
 	for _, tree := range []string{lib, share} {
 		if err := ctxErr(ctx, "inspect "+tree); err != nil {
@@ -218,7 +218,7 @@ func (l *Layout) CheckInstalled(ctx context.Context, fsys FS, version string) er
 	}
 	if len(missing) > 0 {
 		return newError(kindNotInstalled, "%s %s is not installed: missing %s",
-			l.app, version, strings.Join(missing, " and "))
+			l.app, v, strings.Join(missing, " and "))
 	}
 	return nil
 }

@@ -82,29 +82,16 @@ func ValidVersion(v string) error {
 	return err
 }
 
-// VersionDir returns the directory name of version's trees: the version itself with
-// version_dirs "full", MAJOR.MINOR with "minor". It is idempotent, so a VERSIONDIR read by
-// Live may be passed wherever a version is expected.
-func (l *Layout) VersionDir(version string) (string, error) {
-	v, err := ParseVersion(version)
-	if err != nil {
-		return "", err
-	}
-	return l.DirOf(v), nil
-}
-
-// DirOf returns the directory name of v's trees in this layout's version_dirs mode, as
-// VersionDir does for a version not yet parsed.
+// DirOf returns the directory name of v's trees (VERSIONDIR): the version itself with
+// version_dirs "full", MAJOR.MINOR with "minor". A VERSIONDIR read by Live parses to a
+// version whose DirOf is that same name.
 func (l *Layout) DirOf(v Version) string { return v.Dir(l.full) }
 
-// Trees returns the root-less absolute paths of version's two trees:
+// Trees returns the root-less absolute paths of v's two trees:
 // <libdir>/<app>/<VERSIONDIR> and <datadir>/<app>/<VERSIONDIR>.
-func (l *Layout) Trees(version string) (lib, share string, err error) {
-	dir, err := l.VersionDir(version)
-	if err != nil {
-		return "", "", err
-	}
-	return path.Join(l.libBase(), dir), path.Join(l.shareBase(), dir), nil
+func (l *Layout) Trees(v Version) (lib, share string) {
+	dir := l.DirOf(v)
+	return path.Join(l.libBase(), dir), path.Join(l.shareBase(), dir)
 }
 
 // Bases returns the root-less paths of the directories that hold the version trees:

@@ -100,7 +100,7 @@ func TestValidVersion(t *testing.T) {
 	}
 }
 
-func TestVersionDir(t *testing.T) {
+func TestDirOf(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		mode, version, want string
@@ -116,18 +116,17 @@ func TestVersionDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		l := newTestLayout(t, tt.mode, "")
-		got, err := l.VersionDir(tt.version)
-		if err != nil || got != tt.want {
-			t.Errorf("%s: VersionDir(%q) = %q, %v, want %q", tt.mode, tt.version, got, err, tt.want)
+		got := l.DirOf(mustParse(t, tt.version))
+		if got != tt.want {
+			t.Errorf("%s: DirOf(%q) = %q, want %q", tt.mode, tt.version, got, tt.want)
 		}
-		if again, err := l.VersionDir(got); err != nil || again != got {
-			t.Errorf("%s: VersionDir(%q) = %q, %v, want it unchanged", tt.mode, got, again, err)
+		if again, err := ParseVersion(got); err != nil || l.DirOf(again) != got {
+			t.Errorf("%s: DirOf(%q) = %q, %v, want it unchanged", tt.mode, got, again, err)
 		}
 	}
-	for _, mode := range []string{"full", "minor"} {
-		if got, err := newTestLayout(t, mode, "").VersionDir("1.0; rm -rf /"); err == nil {
-			t.Errorf("%s: VersionDir of a hostile version = %q, want an error", mode, got)
-		}
+	// A hostile version never reaches DirOf: it does not parse.
+	if got, err := ParseVersion("1.0; rm -rf /"); err == nil {
+		t.Errorf("ParseVersion of a hostile version = %q, want an error", got)
 	}
 }
 
@@ -137,10 +136,7 @@ func TestNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, share, err := l.Trees("3.0.2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib, share := l.Trees(mustParse(t, "3.0.2"))
 	for _, c := range []struct{ name, got, want string }{
 		{"lib tree", lib, "/usr/lib64/ganeti/3.0"},
 		{"share tree", share, "/opt/share/ganeti/3.0"},
@@ -151,7 +147,8 @@ func TestNames(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	if _, _, err := l.Trees("../3.0"); err == nil {
-		t.Error(`Trees("../3.0") succeeded, want an error`)
+	// A version that does not parse never reaches Trees.
+	if _, err := ParseVersion("../3.0"); err == nil {
+		t.Error(`ParseVersion("../3.0") succeeded, want an error`)
 	}
 }

@@ -109,7 +109,7 @@ func TestSwitchSyncs(t *testing.T) {
 				fail = dir
 			}
 			synced := recordSyncs(t, fail)
-			err := newTestLayout(t, "minor", root).Switch(context.Background(), OSFS{}, tt.version)
+			err := switchTo(context.Background(), newTestLayout(t, "minor", root), OSFS{}, tt.version)
 			if tt.fail != errors.Is(err, errSyncRefused) {
 				t.Errorf("Switch(%s) = %v, want the sync's failure: %v", tt.version, err, tt.fail)
 			}

@@ -13,7 +13,7 @@ import (
 // tempMarker is part of every temporary link's name: <dir>/.<link>.cutover-<random>.
 const tempMarker = ".cutover-"
 
-// Switch points both links of the node at version's trees (version or its VERSIONDIR):
+// Switch points both links of the node at the trees of version v:
 //
 //  1. Check that both trees of version exist; otherwise refuse (IsNotInstalled), changing
 //     nothing.
@@ -45,20 +45,17 @@ const tempMarker = ".cutover-"
 // Targets are written as root-less absolute paths (/usr/lib/<app>/<VERSIONDIR>). ctx is
 // checked until step 4 begins; from then on Switch finishes (or puts back) both links, so a
 // cancellation never leaves a node half-switched.
-func (l *Layout) Switch(ctx context.Context, fsys FS, version string) error {
-	if err := l.doSwitch(ctx, fsys, version); err != nil {
-		return fmt.Errorf("switch %s to %s: %w", l.app, version, err)
+func (l *Layout) Switch(ctx context.Context, fsys FS, v Version) error {
+	if err := l.doSwitch(ctx, fsys, v); err != nil {
+		return fmt.Errorf("switch %s to %s: %w", l.app, v, err)
 	}
 	return nil
 }
 
 // doSwitch is Switch without the operation prefix on its errors.
-func (l *Layout) doSwitch(ctx context.Context, fsys FS, version string) error {
-	lib, share, err := l.Trees(version)
-	if err != nil {
-		return err
-	}
-	if err := l.CheckInstalled(ctx, fsys, version); err != nil {
+func (l *Layout) doSwitch(ctx context.Context, fsys FS, v Version) error {
+	lib, share := l.Trees(v)
+	if err := l.CheckInstalled(ctx, fsys, v); err != nil {
 		return err
 	}
 	links := l.links()
@@ -69,7 +66,8 @@ func (l *Layout) doSwitch(ctx context.Context, fsys FS, version string) error {
 		if err := ctxErr(ctx, "inspect "+lk.path); err != nil {
 			return err
 		}
-		old[i], err = l.currentTarget(fsys, lk.path)
+		target, err := l.currentTarget(fsys, lk.path)
+		old[i] = target
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

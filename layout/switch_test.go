@@ -113,7 +113,7 @@ func TestSwitch(t *testing.T) {
 			root := build(t, tt.tree...)
 			l := newTestLayout(t, "minor", root)
 			fsys := &faultFS{}
-			if err := l.Switch(context.Background(), fsys, tt.version); err != nil {
+			if err := switchTo(context.Background(), l, fsys, tt.version); err != nil {
 				t.Fatalf("Switch(%q) = %v", tt.version, err)
 			}
 			if fsys.writes != tt.wantWrites {
@@ -127,12 +127,12 @@ func TestSwitch(t *testing.T) {
 			}
 			assertNoTemps(t, root, "etc/app")
 			live, err := l.Live(context.Background(), OSFS{})
-			if want, _ := l.VersionDir(tt.version); err != nil || live != want {
+			if want := l.DirOf(mustParse(t, tt.version)); err != nil || live != want {
 				t.Errorf("Live after Switch = %q, %v, want %q", live, err, want)
 			}
 			// Switching again is a no-op.
 			fsys.writes = 0
-			if err := l.Switch(context.Background(), fsys, tt.version); err != nil || fsys.writes != 0 {
+			if err := switchTo(context.Background(), l, fsys, tt.version); err != nil || fsys.writes != 0 {
 				t.Errorf("second Switch(%q) = %v with %d writes, want nil with none", tt.version, err, fsys.writes)
 			}
 		})
@@ -144,7 +144,7 @@ func TestSwitchUpAndBackLeavesDefaultLinks(t *testing.T) {
 	root := build(t, installed...)
 	l := newTestLayout(t, "minor", root)
 	for _, v := range []string{"1.1", "1.0", "1.1"} {
-		if err := l.Switch(context.Background(), OSFS{}, v); err != nil {
+		if err := switchTo(context.Background(), l, OSFS{}, v); err != nil {
 			t.Fatalf("Switch(%q) = %v", v, err)
 		}
 		if got, want := readlink(t, root, "etc/app/lib"), "/usr/lib/app/"+v; got != want {
@@ -187,7 +187,7 @@ func TestSwitchRefuses(t *testing.T) {
 			root := build(t, tt.tree...)
 			before := snapshot(t, root)
 			fsys := &faultFS{}
-			err := newTestLayout(t, "minor", root).Switch(context.Background(), fsys, tt.version)
+			err := switchTo(context.Background(), newTestLayout(t, "minor", root), fsys, tt.version)
 			if err == nil || !tt.check(err) || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Fatalf("Switch(%q) = %v, want an error of the expected kind containing %q", tt.version, err, tt.wantMsg)
 			}
@@ -237,7 +237,7 @@ func TestSwitchFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := build(t, tt.tree...)
-			err := newTestLayout(t, "minor", root).Switch(context.Background(), tt.fsys, "1.1")
+			err := switchTo(context.Background(), newTestLayout(t, "minor", root), tt.fsys, "1.1")
 			if err == nil {
 				t.Fatal("Switch succeeded, want an error")
 			}
@@ -263,7 +263,7 @@ func TestSwitchFailures(t *testing.T) {
 func TestSwitchMissingConfigDir(t *testing.T) {
 	t.Parallel()
 	root := build(t, installed[:6]...)
-	err := newTestLayout(t, "minor", root).Switch(context.Background(), OSFS{}, "1.0")
+	err := switchTo(context.Background(), newTestLayout(t, "minor", root), OSFS{}, "1.0")
 	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "create /etc/app/.lib.cutover-") {
 		t.Fatalf("Switch without /etc/app = %v, want a create error wrapping ErrNotExist", err)
 	}
@@ -283,7 +283,7 @@ func TestWithoutRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, v := range []string{"1.0", "1.1"} {
-			if err := l.Switch(context.Background(), OSFS{}, v); err != nil {
+			if err := switchTo(context.Background(), l, OSFS{}, v); err != nil {
 				t.Fatalf("root %q: Switch(%s) = %v", root, v, err)
 			}
 			if got, want := readlink(t, "/", l.LibLink()), dir+"/usr/lib/app/"+v; got != want {
@@ -373,7 +373,7 @@ func TestSwitchSyncsOnceAfterItsChanges(t *testing.T) {
 			t.Parallel()
 			root := build(t, tt.tree...)
 			r := &recFS{root: root, failSync: tt.failSync}
-			err := newTestLayout(t, "minor", root).Switch(context.Background(), r, tt.version)
+			err := switchTo(context.Background(), newTestLayout(t, "minor", root), r, tt.version)
 			if tt.failSync != errors.Is(err, errSyncRefused) {
 				t.Errorf("Switch(%s) = %v, want the sync's failure: %v", tt.version, err, tt.failSync)
 			}
@@ -398,7 +398,7 @@ type plainFS struct{ FS }
 func TestSwitchWithoutNoSync(t *testing.T) {
 	root := build(t, installed...)
 	synced := recordSyncs(t, "")
-	if err := newTestLayout(t, "minor", root).Switch(context.Background(), plainFS{OSFS{}}, "1.1"); err != nil {
+	if err := switchTo(context.Background(), newTestLayout(t, "minor", root), plainFS{OSFS{}}, "1.1"); err != nil {
 		t.Fatalf("Switch(1.1) = %v", err)
 	}
 	if len(*synced) != 4 {

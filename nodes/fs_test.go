@@ -381,18 +381,26 @@ func BenchmarkSwitch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	v10, err := layout.ParseVersion("1.0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v11, err := layout.ParseVersion("1.1")
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
-	if err := lay.Switch(ctx, node, "1.0"); err != nil {
+	if err := lay.Switch(ctx, node, v10); err != nil {
 		b.Fatal(err)
 	}
 	var perChange, batched time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if err := lay.Switch(ctx, perChangeFS{node}, "1.1"); err != nil {
+		if err := lay.Switch(ctx, perChangeFS{node}, v11); err != nil {
 			b.Fatal(err)
 		}
 		mid := time.Now()
-		if err := lay.Switch(ctx, node, "1.0"); err != nil {
+		if err := lay.Switch(ctx, node, v10); err != nil {
 			b.Fatal(err)
 		}
 		perChange += mid.Sub(start)

@@ -24,13 +24,10 @@ func backupScope(cfg *config.Config) (archive.Scope, error) {
 	}
 	lib, share := path.Join(cfg.Paths.LibDir, cfg.App), path.Join(cfg.Paths.DataDir, cfg.App)
 	return archive.Scope{
-		Roots:   cfg.BackupDirs(),
-		Exclude: cfg.Paths.BackupExclude,
-		Links:   map[string]string{lay.LibLink(): lib, lay.ShareLink(): share},
-		Trees:   []string{lib, share},
-		IsVersionDir: func(name string) bool {
-			dir, err := lay.VersionDir(name)
-			return err == nil && dir == name
-		},
+		Roots:        cfg.BackupDirs(),
+		Exclude:      cfg.Paths.BackupExclude,
+		Links:        map[string]string{lay.LibLink(): lib, lay.ShareLink(): share},
+		Trees:        []string{lib, share},
+		IsVersionDir: lay.IsVersionDir,
 	}, nil
 }

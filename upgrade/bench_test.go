@@ -386,6 +386,10 @@ func floorRound(tb testing.TB, c *sshdtest.Cluster, sc *sshCluster, parallel int
 	list, newPool := serverPools(tb, c)
 	run, window = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for _, to := range []string{"1.1.0", "1.0.0", "1.1.0", "1.0.0"} {
+		version, err := layout.ParseVersion(to)
+		if err != nil {
+			tb.Fatal(err)
+		}
 		p := newPool()
 		if err := p.SetCommandTag("bench-floor"); err != nil {
 			tb.Fatal(err)
@@ -410,7 +414,7 @@ func floorRound(tb testing.TB, c *sshdtest.Cluster, sc *sshCluster, parallel int
 			}
 		}
 		verify := func(ctx context.Context, cn *nodes.Conn) error {
-			if err := lay.CheckInstalled(ctx, cn, to); err != nil {
+			if err := lay.CheckInstalled(ctx, cn, version); err != nil {
 				return err
 			}
 			_, err := lay.Live(ctx, cn)
@@ -433,7 +437,7 @@ func floorRound(tb testing.TB, c *sshdtest.Cluster, sc *sshCluster, parallel int
 			// As the switch stage, which reads the links first; the nodes share theirs, so
 			// they may be halfway through another node's switch.
 			lay.Live(ctx, cn)
-			return lay.Switch(ctx, cn, to)
+			return lay.Switch(ctx, cn, version)
 		})
 		fan(func(ctx context.Context, cn *nodes.Conn) error {
 			return cn.WriteFileAtomic(sc.path("var/lib/app/floor.json"), config, 0o644)

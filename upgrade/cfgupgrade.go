@@ -140,9 +140,6 @@ func defaultCfgTarget(ctx context.Context, lay *layout.Layout, from layout.Versi
 			return v, nil
 		}
 	}
-	lib, _, err := lay.Trees(from.String())
-	if err != nil {
-		return layout.Version{}, err
-	}
+	lib, _ := lay.Trees(from)
 	return layout.Version{}, fmt.Errorf("no version %s.x is installed under %s; pass --to", want, filepath.Dir(lib))
 }

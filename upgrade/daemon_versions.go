@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 )
 
@@ -124,7 +125,11 @@ func (r *Run) settleDaemons(ctx context.Context, c Conn, node string) error {
 	r.stoppedAt(node, p.boot)
 	if boot {
 		if version, ok := r.perNode.switchedVersion(node); ok {
-			if err := r.Layout.Switch(ctx, c, version); err != nil {
+			v, err := layout.ParseVersion(version)
+			if err == nil {
+				err = r.Layout.Switch(ctx, c, v)
+			}
+			if err != nil {
 				return onNode(node, fmt.Errorf("switch to %s again after a reboot: %w", version, err))
 			}
 		}

@@ -32,14 +32,11 @@ func configVersion(spec cfgupgrade.Spec) (layout.Version, error) {
 // migrations loads the config migrations from the newer version's tree on the master: the
 // target's for an upgrade, the live one's for a downgrade.
 func (r *Run) migrations() ([]cfgupgrade.Migration, error) {
-	newer := r.To
+	newer := r.ToVersion
 	if r.Direction == Down {
-		newer = r.From
+		newer = r.FromVersion
 	}
-	_, share, err := r.Layout.Trees(newer)
-	if err != nil {
-		return nil, err
-	}
+	_, share := r.Layout.Trees(newer)
 	migs, err := cfgupgrade.LoadMigrationsWith(filepath.Join(share, "cutover", "migrations"), config.ReadTrusted)
 	if err != nil {
 		return nil, fmt.Errorf("config migrations of %s: %w", newer, err)

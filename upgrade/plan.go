@@ -83,7 +83,7 @@ type PlannedStage struct {
 // (IsNotMaster), a node list that cannot be loaded. A refused run is not an error: the report
 // says so (Proceed is false).
 func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanReport, error) {
-	force, err := checkTarget(opts.To, opts.Force)
+	to, force, err := checkTarget(opts.To, opts.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func Plan(ctx context.Context, cfg *config.Config, opts PlanOptions) (*PlanRepor
 	}
 	if err != nil {
 		live.err = err
-	} else if r.Target, err = newTarget(r.Layout, from, opts.To); err != nil {
+	} else if r.Target, err = targetTo(r.Layout, from, to); err != nil {
 		live.err = err
 		r.From = from
 	} else {
@@ -224,17 +224,22 @@ func pendingCheck(cfg *config.Config, to string) checkResult {
 }
 
 // installedChecks are verify-installed's checks on every online node, one result per node.
+// A plan lists them whether or not its target holds, so they read the versions as the plan
+// has them: --to, and the live version when it was read.
 func installedChecks(ctx context.Context, r *Run) []checkResult {
-	toDir, err := r.Layout.VersionDir(r.To)
+	to, err := layout.ParseVersion(r.To)
 	if err != nil {
 		return []checkResult{{name: "verify-installed", err: err}}
 	}
 	fromDir := ""
 	if r.From != "" {
-		if fromDir, err = r.Layout.VersionDir(r.From); err != nil {
+		from, err := layout.ParseVersion(r.From)
+		if err != nil {
 			return []checkResult{{name: "verify-installed", err: err}}
 		}
+		fromDir = r.Layout.DirOf(from)
 	}
+	toDir := r.Layout.DirOf(to)
 	outcomes, _ := nodes.Each(ctx, r.Online, r.Config.SSH.Parallel, "", func(ctx context.Context, n nodes.Node) error {
 		c, err := r.Conn(ctx, n.Name)
 		if err != nil {

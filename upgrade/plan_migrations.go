@@ -43,14 +43,11 @@ func planMigrations(r *Run) ([]MigrationStep, []checkResult) {
 	if r.Direction == Same {
 		return nil, nil
 	}
-	newer := r.To
+	newer := r.ToVersion
 	if r.Direction == Down {
-		newer = r.From
+		newer = r.FromVersion
 	}
-	lib, share, err := r.Layout.Trees(newer)
-	if err != nil {
-		return nil, []checkResult{{name: "migrations", err: err}}
-	}
+	lib, share := r.Layout.Trees(newer)
 	var out []checkResult
 	for _, w := range unreadTreeEntries(lib, share) {
 		out = append(out, checkResult{name: "migrations", node: r.Inventory.Master, warn: w})

@@ -114,14 +114,11 @@ func direction(from, to layout.Version) Direction {
 }
 
 // loadTargetPolicy reads the target tree's upgrade-policy.json on the master; none is nil.
-func loadTargetPolicy(r *Run) (*TargetPolicy, error) { return loadPolicy(r, r.To) }
+func loadTargetPolicy(r *Run) (*TargetPolicy, error) { return loadPolicy(r, r.ToVersion) }
 
 // loadPolicy reads the upgrade-policy.json of version v's tree on the master; none is nil.
-func loadPolicy(r *Run, v string) (*TargetPolicy, error) {
-	_, share, err := r.Layout.Trees(v)
-	if err != nil {
-		return nil, err
-	}
+func loadPolicy(r *Run, v layout.Version) (*TargetPolicy, error) {
+	_, share := r.Layout.Trees(v)
 	file := filepath.Join(share, "cutover", "upgrade-policy.json")
 	data, err := config.ReadTrusted(file)
 	if errors.Is(err, fs.ErrNotExist) {

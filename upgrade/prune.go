@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -150,19 +149,17 @@ func (g pruneGuard) String(named []string) string {
 // run, and the versions named for removal.
 func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []string) (pruneGuard, error) {
 	g := pruneGuard{named: map[string]bool{}}
-	for _, v := range named {
-		dir, err := r.Layout.VersionDir(v)
+	namedDirs := make([]string, len(named))
+	for i, s := range named {
+		v, err := layout.ParseVersion(s)
 		if err != nil {
-			return g, badInput(fmt.Errorf("prune --version=%q: %w", v, err))
+			return g, badInput(fmt.Errorf("prune --version=%q: %w", s, err))
 		}
-		g.named[dir] = true
+		namedDirs[i] = r.Layout.DirOf(v)
+		g.named[namedDirs[i]] = true
 	}
 	if in != nil {
-		for _, v := range []string{in.From, in.To} {
-			if dir, err := r.Layout.VersionDir(v); err == nil {
-				g.pending = append(g.pending, dir)
-			}
-		}
+		g.pending = versionDirsOf(r.Layout, in.From, in.To)
 	}
 	c, err := r.dial.Conn(ctx, r.Inventory.Master)
 	if err == nil {
@@ -174,8 +171,8 @@ func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []strin
 	}
 	// Naming a version the cluster runs or a pending run needs is a mistake to say, not to
 	// pass over with "nothing to remove".
-	for _, v := range named {
-		dir, _ := r.Layout.VersionDir(v)
+	for i, v := range named {
+		dir := namedDirs[i]
 		switch {
 		case dir == g.live:
 			return g, badInput(fmt.Errorf("prune --version=%q: it is the cluster's live version, which prune never removes", v))
@@ -192,14 +189,22 @@ func clusterGuard(ctx context.Context, r *Run, in *journal.Intent, named []strin
 		if run.Outcome != journal.Succeeded || !kindOf(run.Kind).traits().switches || run.From == "" || run.From == run.To {
 			continue
 		}
-		for _, v := range []string{run.From, run.To} {
-			if dir, err := r.Layout.VersionDir(v); err == nil {
-				g.previous = append(g.previous, dir)
-			}
-		}
+		g.previous = versionDirsOf(r.Layout, run.From, run.To)
 		break
 	}
 	return g, nil
+}
+
+// versionDirsOf returns the VERSIONDIRs of the versions an intent or a journal record names,
+// in their order; a version that does not parse names none.
+func versionDirsOf(lay *layout.Layout, versions ...string) []string {
+	var out []string
+	for _, s := range versions {
+		if v, err := layout.ParseVersion(s); err == nil {
+			out = append(out, lay.DirOf(v))
+		}
+	}
+	return out
 }
 
 // Why prune keeps an installed version, as the check's line says it.
@@ -223,7 +228,7 @@ func prunable(installed []string, g pruneGuard, keep int) []string {
 func pruneVerdict(installed []string, g pruneGuard, keep int) (out []string, kept map[string]string) {
 	versions := parseDirs(append(append([]string{g.live}, g.pending...), installed...))
 	sorted := slices.Clone(installed)
-	sort.SliceStable(sorted, func(i, j int) bool { return versions.less(sorted[i], sorted[j]) })
+	layout.SortVersionDirs(sorted)
 	protect := map[string]string{}
 	protect[g.live] = keptLive
 	for _, v := range g.pending {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cutover/cutover/journal"
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/staging"
 	"github.com/cutover/cutover/upgrade/upgradetest"
@@ -81,7 +82,11 @@ func TestPruneStagesOnAWorld(t *testing.T) {
 // this host, through the real local transport, so that the trees of 1.2.0 really travel.
 func TestStagingStagesOnAWorld(t *testing.T) {
 	job := func(version string) *stagingJob {
-		return &stagingJob{version: version, states: map[string][2]treeState{}, already: map[string]bool{}, replacing: map[string]bool{}}
+		v, err := layout.ParseVersion(version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &stagingJob{version: v, states: map[string][2]treeState{}, already: map[string]bool{}, replacing: map[string]bool{}}
 	}
 	local := upgradetest.Options{Nodes: []string{"master"}, Rooted: true}
 	sending, placing := stagedJob(), stagedJob()
@@ -127,7 +132,11 @@ type stagedCase struct {
 }
 
 func stagedJob() *stagedCase {
-	return &stagedCase{job: &stagingJob{version: "1.2.0", src: &stagingSource{}, states: map[string][2]treeState{},
+	v, err := layout.ParseVersion("1.2.0")
+	if err != nil {
+		panic(err)
+	}
+	return &stagedCase{job: &stagingJob{version: v, src: &stagingSource{}, states: map[string][2]treeState{},
 		sent: map[string][2]*staging.Sent{}, already: map[string]bool{}, replacing: map[string]bool{}}}
 }
 
@@ -150,10 +159,7 @@ func (s *stagedCase) prepare(t *testing.T, w *upgradetest.World, r *Run) {
 		}
 		s.trees[i] = tree
 	}
-	lib, share, err := r.Layout.Trees(s.job.version)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib, share := r.Layout.Trees(s.job.version)
 	s.job.lib, s.job.share, s.job.libDir, s.job.shareDir = s.trees[0], s.trees[1], lib, share
 	s.job.diskNeeded = s.trees[0].Bytes + s.trees[1].Bytes
 	r.dial = localDialer{upgradetest.LocalConn(t)}

@@ -217,7 +217,7 @@ func rollingCheck(r *Run, target *TargetPolicy) checkResult {
 	c := checkResult{name: "rolling"}
 	newer := target
 	if r.Direction == Down {
-		p, err := loadPolicy(r, r.From)
+		p, err := loadPolicy(r, r.FromVersion)
 		if err != nil {
 			c.err = err
 			return c

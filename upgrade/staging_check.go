@@ -37,12 +37,9 @@ func (s treeState) held() bool { return s == treeSame || s == treeUnrecorded }
 
 func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 	j := s.job
-	dir, err := r.Layout.VersionDir(j.version)
-	if err != nil {
-		return badInput(err)
-	}
+	dir := r.Layout.DirOf(j.version)
 	var differ []string
-	err = r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
+	err := r.OnNodes(ctx, r.Online, false, func(ctx context.Context, lc Conn, n nodes.Node) error {
 		c, err := streamConn(lc)
 		if err != nil {
 			return onNode(n.Name, err)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
 	"github.com/cutover/cutover/upgrade/staging"
@@ -58,7 +59,7 @@ func StagingStages(job *stagingJob) []Stage {
 
 // stagingJob is what the stages of one stage run share.
 type stagingJob struct {
-	version    string
+	version    layout.Version
 	lib, share *staging.Tree
 	libDir     string // the trees' final places on the nodes
 	shareDir   string
@@ -91,14 +92,15 @@ func StageVersion(ctx context.Context, cfg *config.Config, opts StagingOptions) 
 	if err := s.refusePending("staging a version"); err != nil {
 		return nil, err
 	}
-	libDir, shareDir, err := r.Layout.Trees(opts.Version)
+	version, err := layout.ParseVersion(opts.Version)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("stage --version=%q: %w", opts.Version, err))
 	}
+	libDir, shareDir := r.Layout.Trees(version)
 	names := []string{strings.TrimPrefix(libDir, "/"), strings.TrimPrefix(shareDir, "/")}
 	src := &stagingSource{path: opts.Source, stateDir: cfg.Paths.StateDir, stamps: StampsPath(cfg), names: names, policy: stagingPolicy(cfg.Stage), dryRun: opts.DryRun}
 	defer src.close()
-	job := &stagingJob{version: opts.Version, libDir: libDir, shareDir: shareDir, replace: opts.Replace, src: src,
+	job := &stagingJob{version: version, libDir: libDir, shareDir: shareDir, replace: opts.Replace, src: src,
 		states: map[string][2]treeState{}, sent: map[string][2]*staging.Sent{}, already: map[string]bool{}, replacing: map[string]bool{}}
 	// The nodes are dialed while the source is read.
 	ahead, stopDials := dialAhead(ctx, r.dial, r.Online, cfg.SSH.Parallel)

@@ -223,8 +223,8 @@ func Status(ctx context.Context, cfg *config.Config, opts StatusOptions) (*Statu
 	}
 
 	if st.Version != "" && st.Pending == nil {
-		if dir, err := r.Layout.VersionDir(st.Version); err == nil {
-			st.Behind = behindNodes(dir, st.Nodes)
+		if v, err := layout.ParseVersion(st.Version); err == nil {
+			st.Behind = behindNodes(r.Layout.DirOf(v), st.Nodes)
 		}
 		for _, n := range st.Nodes {
 			id, ok := st.unconfirmed[n.Name]
@@ -404,10 +404,11 @@ func linkVersion(fsys layout.FS, lay *layout.Layout, link string, lib bool) stri
 	}
 	resolved = path.Clean(resolved)
 	dir := path.Base(resolved)
-	libTree, shareTree, err := lay.Trees(dir)
+	v, err := layout.ParseVersion(dir)
 	if err != nil {
 		return target
 	}
+	libTree, shareTree := lay.Trees(v)
 	want := shareTree
 	if lib {
 		want = libTree

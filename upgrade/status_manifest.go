@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/upgrade/staging"
 )
 
@@ -20,10 +21,12 @@ func checkInstalledManifests(ctx context.Context, r *Run, lc Conn, ns *NodeStatu
 	}
 	var problems []string
 	ns.Installed = slices.DeleteFunc(ns.Installed, func(v string) bool {
-		lib, share, err := r.Layout.Trees(v)
+		// An installed VERSIONDIR parses: Installed lists no other name.
+		parsed, err := layout.ParseVersion(v)
 		if err != nil {
 			return false
 		}
+		lib, share := r.Layout.Trees(parsed)
 		for _, tree := range []string{lib, share} {
 			if _, err := staging.Verify(ctx, c, tree); err != nil {
 				problems = append(problems, v+" is not counted as installed: "+strings.TrimPrefix(err.Error(), ns.Name+": "))

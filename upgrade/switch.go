@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/timeline"
 )
@@ -27,7 +28,7 @@ func (switchLinks) PONR(d Direction) bool { return d == Same }
 func (switchLinks) RestartAt(_ Direction, past bool) bool { return past }
 
 func (switchLinks) Run(ctx context.Context, r *Run) error {
-	return switchAll(ctx, r, r.To)
+	return switchAll(ctx, r, r.ToVersion)
 }
 
 // Undo switches every node back to the version the run started from (upgrades only: a
@@ -36,17 +37,14 @@ func (switchLinks) Undo(ctx context.Context, r *Run) error {
 	if r.Direction != Up {
 		return nil
 	}
-	return switchAll(ctx, r, r.From)
+	return switchAll(ctx, r, r.FromVersion)
 }
 
-func switchAll(ctx context.Context, r *Run, version string) error {
-	want, err := r.Layout.VersionDir(version)
-	if err != nil {
-		return err
-	}
+func switchAll(ctx context.Context, r *Run, v layout.Version) error {
+	want, version := r.Layout.DirOf(v), v.String()
 	var mu sync.Mutex
 	already := 0
-	err = r.OnNodes(ctx, r.Online, true, func(ctx context.Context, c Conn, n nodes.Node) error {
+	err := r.OnNodes(ctx, r.Online, true, func(ctx context.Context, c Conn, n nodes.Node) error {
 		// A resumed run checks each node's links against the journal: the world wins.
 		if live, err := r.Layout.Live(ctx, c); err == nil && live == want {
 			mu.Lock()
@@ -65,13 +63,16 @@ func switchAll(ctx context.Context, r *Run, version string) error {
 	return err
 }
 
-// switchNode points node's links at version and remembers it, so that a reboot of the node
-// before its daemons start has its switch redone.
+// switchNode points node's links at version, one of the run's two as the run names it, and
+// remembers it, so that a reboot of the node before its daemons start has its switch redone.
 func (r *Run) switchNode(ctx context.Context, c Conn, node, version string) error {
-	if err := r.Layout.Switch(ctx, c, version); err != nil {
+	v, err := layout.ParseVersion(version)
+	if err != nil {
 		return err
 	}
-	dir, _ := r.Layout.VersionDir(version)
-	r.perNode.switchedTo(node, version, dir)
+	if err := r.Layout.Switch(ctx, c, v); err != nil {
+		return err
+	}
+	r.perNode.switchedTo(node, version, r.Layout.DirOf(v))
 	return nil
 }

@@ -144,6 +144,10 @@ func syncNodes(ctx context.Context, r *Run, targets []nodes.Node, dryRun bool, c
 	if r.To, err = liveVersion(ctx, r); err != nil {
 		return nil, err
 	}
+	if r.ToVersion, err = layout.ParseVersion(r.To); err != nil {
+		return nil, fmt.Errorf("%s: the cluster's live version: %w", r.Inventory.Master, err)
+	}
+	r.ToDir = r.Layout.DirOf(r.ToVersion)
 	res := &SyncResult{App: cfg.App, To: r.To}
 	froms, err := nodeVersions(ctx, r)
 	if err != nil {

@@ -22,5 +22,5 @@ func (syncSwitch) Where() Where { return OnAll }
 func (syncSwitch) PONR(Direction) bool { return true }
 
 func (syncSwitch) Run(ctx context.Context, r *Run) error {
-	return switchAll(ctx, r, r.To)
+	return switchAll(ctx, r, r.ToVersion)
 }

@@ -21,6 +21,6 @@ func (syncVerifyInstalled) Where() Where { return OnAll }
 
 func (syncVerifyInstalled) Run(ctx context.Context, r *Run) error {
 	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		return onNode(n.Name, r.Layout.CheckInstalled(ctx, c, r.To))
+		return onNode(n.Name, r.Layout.CheckInstalled(ctx, c, r.ToVersion))
 	})
 }

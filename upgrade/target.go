@@ -21,16 +21,24 @@ type Target struct {
 	FromDir, ToDir string
 }
 
-// newTarget parses a run from one installed version to another.
+// newTarget parses a run from one installed version to another, as the cluster's links and
+// the journal give them.
 func newTarget(lay *layout.Layout, from, to string) (Target, error) {
-	fv, err := layout.ParseVersion(from)
-	if err != nil {
-		return Target{}, fmt.Errorf("from: %w", err)
-	}
 	tv, err := layout.ParseVersion(to)
 	if err != nil {
 		return Target{}, fmt.Errorf("to: %w", err)
 	}
+	return targetTo(lay, from, tv)
+}
+
+// targetTo is a run from the installed version from, as the cluster's links give it, to the
+// version tv, parsed where it entered cutover (--to).
+func targetTo(lay *layout.Layout, from string, tv layout.Version) (Target, error) {
+	fv, err := layout.ParseVersion(from)
+	if err != nil {
+		return Target{}, fmt.Errorf("from: %w", err)
+	}
+	to := tv.String()
 	t := versionTarget(lay, fv, tv)
 	if full := t.FromDir == from && t.ToDir == to; full && fv.Numbers() != tv.Numbers() {
 		return Target{}, fmt.Errorf("--to=%s: with version_dirs = \"full\" a version is named in full, as the cluster's %s is; name the target the same way (such as %s.0)", to, from, to)

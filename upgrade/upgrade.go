@@ -68,7 +68,7 @@ type Result struct {
 // the master (IsNotMaster) or when another run holds the lock (journal.IsLocked).
 func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	start := time.Now()
-	force, err := checkTarget(opts.To, opts.Force)
+	to, force, err := checkTarget(opts.To, opts.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	if r.Target, err = newTarget(r.Layout, from, opts.To); err != nil {
+	if r.Target, err = targetTo(r.Layout, from, to); err != nil {
 		return nil, badInput(err)
 	}
 	res := &Result{App: cfg.App, From: r.From, To: r.To, Direction: r.Direction, Nodes: len(r.Online)}
@@ -133,20 +133,22 @@ func Upgrade(ctx context.Context, cfg *config.Config, opts Options) (*Result, er
 	return res, err
 }
 
-// checkTarget validates the target version and the names of the checks to force, as
-// `upgrade --to` and `plan --to` take them, and returns the forced checks as a set.
-func checkTarget(to string, forced []string) (map[string]bool, error) {
-	if err := layout.ValidVersion(to); err != nil {
-		return nil, badInput(fmt.Errorf("--to: %w", err))
+// checkTarget parses the target version and validates the names of the checks to force, as
+// `upgrade --to` and `plan --to` take them, and returns the target and the forced checks as a
+// set. It is the one place --to is parsed.
+func checkTarget(to string, forced []string) (layout.Version, map[string]bool, error) {
+	v, err := layout.ParseVersion(to)
+	if err != nil {
+		return v, nil, badInput(fmt.Errorf("--to: %w", err))
 	}
 	force := map[string]bool{}
 	for _, f := range forced {
 		if !slices.Contains(Forceable, f) {
-			return nil, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
+			return v, nil, badInput(fmt.Errorf("--force=%q: not a check that can be forced (known: %s)", f, strings.Join(Forceable, ", ")))
 		}
 		force[f] = true
 	}
-	return force, nil
+	return v, force, nil
 }
 
 // JournalPath is where a cluster's journal lives.

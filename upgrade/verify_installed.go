@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/staging"
 )
@@ -29,18 +30,15 @@ func (verifyInstalled) Run(ctx context.Context, r *Run) error {
 		return nil
 	}
 	return r.OnNodes(ctx, r.Online, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		return verifyManifests(ctx, r, c, n, r.To)
+		return verifyManifests(ctx, r, c, n, r.ToVersion)
 	})
 }
 
 // verifyManifests checks the node's two trees of version against the manifests a stage kept
 // beside them ([policy] verify_checksums): every entry and the SHA-256 of every file,
 // computed on the node. A tree without a manifest (the package manager's) passes as it is.
-func verifyManifests(ctx context.Context, r *Run, lc Conn, n nodes.Node, version string) error {
-	lib, share, err := r.Layout.Trees(version)
-	if err != nil {
-		return err
-	}
+func verifyManifests(ctx context.Context, r *Run, lc Conn, n nodes.Node, version layout.Version) error {
+	lib, share := r.Layout.Trees(version)
 	c, err := streamConn(lc)
 	if err != nil {
 		return onNode(n.Name, err)
@@ -55,16 +53,8 @@ func verifyManifests(ctx context.Context, r *Run, lc Conn, n nodes.Node, version
 
 // checkNodes is the node check shared by verify-installed and reverify.
 func checkNodes(ctx context.Context, r *Run, list []nodes.Node) error {
-	fromDir, err := r.Layout.VersionDir(r.From)
-	if err != nil {
-		return err
-	}
-	toDir, err := r.Layout.VersionDir(r.To)
-	if err != nil {
-		return err
-	}
 	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		return checkNode(ctx, r, c, n, fromDir, toDir)
+		return checkNode(ctx, r, c, n, r.FromDir, r.ToDir)
 	})
 }
 
@@ -72,7 +62,7 @@ func checkNodes(ctx context.Context, r *Run, list []nodes.Node) error {
 // point at the cluster's version (fromDir), or at the target in a resumed run. An empty
 // fromDir, when the cluster's version is not known, checks the links only for agreeing.
 func checkNode(ctx context.Context, r *Run, c Conn, n nodes.Node, fromDir, toDir string) error {
-	if err := r.Layout.CheckInstalled(ctx, c, r.To); err != nil {
+	if err := r.Layout.CheckInstalled(ctx, c, r.ToVersion); err != nil {
 		return onNode(n.Name, err)
 	}
 	live, err := r.Layout.Live(ctx, c)
