@@ -1,6 +1,7 @@
 package nodes_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,35 @@ func TestCommandShell(t *testing.T) {
 		if code, _ := nodes.ExitCode(err); code != 3 || string(res.Stdout) != "session\n" {
 			t.Errorf("without bash: %q, %v; want a session of its own and exit 3", res.Stdout, err)
 		}
+	}
+}
+
+// TestRunOutputOwnSession runs a command in a session of its own on a connection whose
+// command shell is free: its output streams whole, its exit code comes back, a command past
+// its context's deadline is stopped, and the connection's next command still gets the shell.
+func TestRunOutputOwnSession(t *testing.T) {
+	t.Parallel()
+	c := sshdtest.Start(t, 1)
+	p := newPool(t, c, nil)
+	cn := conn(t, p, "node1")
+	ctx := context.Background()
+	var out bytes.Buffer
+	if _, err := cn.RunOutputOwnSession(ctx, &out, "sh", "-c", parentScript+"; head -c 1048576 /dev/zero | tr '\\000' x"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "session\n" + strings.Repeat("x", 1<<20); out.String() != want {
+		t.Errorf("RunOutputOwnSession printed %.60q (%d bytes), want %.60q (%d bytes)", out.String(), out.Len(), want, len(want))
+	}
+	if _, err := cn.RunOutputOwnSession(ctx, nil, "sh", "-c", "exit 3"); func() int { code, _ := nodes.ExitCode(err); return code }() != 3 {
+		t.Errorf("a command that exits 3: %v", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := cn.RunOutputOwnSession(cctx, nil, "sleep", "30"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a command past its context's deadline: %v", err)
+	}
+	if res, err := cn.RunShell(ctx, parentScript); err != nil || string(res.Stdout) != "shell\n" {
+		t.Errorf("the next command ran in %q (%v), want the command shell", res.Stdout, err)
 	}
 }
 
