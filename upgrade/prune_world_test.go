@@ -90,9 +90,27 @@ func TestStagingStagesOnAWorld(t *testing.T) {
 	}
 	local := upgradetest.Options{Nodes: []string{"master"}, Rooted: true}
 	sending, placing := stagedJob(), stagedJob()
+	// The check reads each node in one command, the version's links included: the World's
+	// nodes answer it with their links as they are.
+	read := nodes.QuoteArgs(staging.ReadFinalsArgv([]string{"", ""}, []string{"/etc/app/lib", "/etc/app/share"}))
+	answer := func(t *testing.T, w *upgradetest.World) {
+		for _, n := range w.Inventory().Online() {
+			var out strings.Builder
+			for _, l := range []string{"lib", "share"} {
+				target, err := os.Readlink(filepath.Join(w.Dir, n.Name, "etc", w.App, l))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.WriteString("=link\x00" + target + "\x00")
+			}
+			out.WriteString("absent\x00=nomanifest\x00absent\x00=nomanifest\x00")
+			w.Answer(n.Name, read, out.String())
+		}
+	}
 	runWorldCases(t, []worldCase{
-		{name: "check refuses the live version on every node, and runs nothing",
-			from: "1.0.0", to: "1.0.0", stage: stagingCheck{job("1.0.0")}, state: journal.Failed, err: "1.0.0 is the live version"},
+		{name: "check refuses the live version on every node, and runs nothing but the one reading of each node",
+			from: "1.0.0", to: "1.0.0", setup: answer, stage: stagingCheck{job("1.0.0")}, state: journal.Failed, err: "1.0.0 is the live version",
+			calls: []string{"node1: " + read, "node2: " + read, "node3: " + read}},
 		{name: "send brings both trees into their temporary directories beside their places, and nothing into place",
 			opts: local, from: "1.0.0", to: "1.0.0", prepare: sending.prepare, before: []Stage{stagingCheck{sending.job}},
 			stage: stagingSend{sending.job}, state: journal.Done, links: map[string]string{"master": "1.0.0"},

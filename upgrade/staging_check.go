@@ -3,8 +3,11 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
@@ -44,7 +47,14 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 		if err != nil {
 			return onNode(n.Name, err)
 		}
-		live, err := r.Layout.Live(ctx, lc)
+		// One command reads the trees on the node, their manifests and the version's links:
+		// a restage of an unchanged version costs the node that one round trip.
+		links := []string{r.Layout.LibLink(), r.Layout.ShareLink()}
+		finals, err := staging.ReadFinals(ctx, c, []string{j.libDir, j.shareDir}, links)
+		if err != nil {
+			return onNode(n.Name, err)
+		}
+		live, err := r.Layout.Live(ctx, readLinks{lc, links, finals.Links})
 		switch {
 		case err == nil && live == dir:
 			// A refusal of the check, like every other command's (exit 1), not bad input.
@@ -52,14 +62,11 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 		case err != nil && !layout.IsNotSideBySide(err):
 			return onNode(n.Name, err)
 		}
-		// The trees on the node, read in one command, are judged by their content (the
-		// checksum of every file, computed there) and their manifests, never by sizes and
-		// times: an altered or half-written copy differs.
+		// The trees are judged by their content (the checksum of every file, computed there)
+		// and their manifests, never by sizes and times: an altered or half-written copy
+		// differs.
 		trees := []*staging.Tree{j.lib, j.share}
-		got, errs, err := staging.CompareAll(ctx, c, trees, []string{j.libDir, j.shareDir})
-		if err != nil {
-			return onNode(n.Name, err)
-		}
+		got, errs := finals.Compare(ctx, c, trees)
 		var states [2]treeState
 		var diffs []string
 		var lacking []string
@@ -112,6 +119,54 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 	return nil
 }
 
+// readLinks is a node's file system whose links at paths are those read (staging.Link), in
+// the command that read the node's trees, so that the layout's reading of the live version
+// costs no round trip of its own; anything else, and a path that is there without being a
+// link (which the layout's error describes), is asked of the node.
+type readLinks struct {
+	layout.FS
+	paths []string
+	links []staging.Link
+}
+
+// read returns what was read at name, if it was.
+func (f readLinks) read(name string) (staging.Link, bool) {
+	for i, p := range f.paths {
+		if p == name && (f.links[i].IsLink || !f.links[i].Exists) {
+			return f.links[i], true
+		}
+	}
+	return staging.Link{}, false
+}
+
+func (f readLinks) Lstat(name string) (fs.FileInfo, error) {
+	l, ok := f.read(name)
+	switch {
+	case !ok:
+		return f.FS.Lstat(name)
+	case !l.Exists:
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
+	}
+	return linkInfo(path.Base(name)), nil
+}
+
+func (f readLinks) Readlink(name string) (string, error) {
+	if l, ok := f.read(name); ok && l.IsLink {
+		return l.Target, nil
+	}
+	return f.FS.Readlink(name)
+}
+
+// linkInfo describes a symbolic link of that name.
+type linkInfo string
+
+func (l linkInfo) Name() string     { return string(l) }
+func (linkInfo) Size() int64        { return 0 }
+func (linkInfo) Mode() fs.FileMode  { return fs.ModeSymlink | 0o777 }
+func (linkInfo) ModTime() time.Time { return time.Time{} }
+func (linkInfo) IsDir() bool        { return false }
+func (linkInfo) Sys() any           { return nil }
+
 // spaceScript prints, a line for each argument, the kilobytes available to the file system of
 // that directory or, while it does not exist, of its nearest existing parent.
 const spaceScript = `n=$#
@@ -122,13 +177,14 @@ done
 shift "$n"
 df -P -k -- "$@" | awk 'NR > 1 { print $4 }'`
 
-// checkSpace refuses, in one command, a tree of need[i] bytes where the file system of
-// dirs[i] has less room, with a tenth more for directories and metadata.
+// checkSpace refuses, in one command (in a session of its own, as the check's reading of the
+// node), a tree of need[i] bytes where the file system of dirs[i] has less room, with a tenth
+// more for directories and metadata.
 func checkSpace(ctx context.Context, c staging.Conn, dirs []string, need []int64) error {
 	if len(dirs) == 0 {
 		return nil
 	}
-	res, err := c.Run(ctx, append([]string{"sh", "-c", spaceScript, "cutover-stage"}, dirs...)...)
+	res, err := staging.RunOwnSession(ctx, c, append([]string{"sh", "-c", spaceScript, "cutover-stage"}, dirs...)...)
 	if err != nil {
 		return fmt.Errorf("free space for %s: %w", strings.Join(dirs, " and "), err)
 	}

@@ -227,6 +227,18 @@ func (l loggedStream) RunOutput(ctx context.Context, out io.Writer, argv ...stri
 	return l.lc.command(nodes.QuoteArgs(argv)+" > (stream)", func() (nodes.Result, error) { return l.Conn.RunOutput(ctx, out, argv...) })
 }
 
+// RunOutputOwnSession runs the command in a session of its own where the connection can
+// (staging.ReadFinals), as RunOutput otherwise.
+func (l loggedStream) RunOutputOwnSession(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error) {
+	run := l.Conn.RunOutput
+	if own, ok := l.Conn.(interface {
+		RunOutputOwnSession(context.Context, io.Writer, ...string) (nodes.Result, error)
+	}); ok {
+		run = own.RunOutputOwnSession
+	}
+	return l.lc.command(nodes.QuoteArgs(argv)+" > (stream)", func() (nodes.Result, error) { return run(ctx, out, argv...) })
+}
+
 func (l loggedStream) RunInput(ctx context.Context, input io.Reader, argv ...string) (nodes.Result, error) {
 	return l.lc.command(nodes.QuoteArgs(argv)+" < (stream)", func() (nodes.Result, error) { return l.Conn.RunInput(ctx, input, argv...) })
 }

@@ -3,7 +3,12 @@ package staging
 import (
 	"context"
 	"fmt"
+	"io"
+	"path"
+	"strconv"
 	"strings"
+
+	"github.com/cutover/cutover/nodes"
 )
 
 // State is what a node holds at a tree's final place, compared with the tree to stage.
@@ -22,14 +27,25 @@ const (
 	Differs
 )
 
-// compareScript prints, for each pair of arguments $1 $2, $3 $4, ..., what readFinals reads
-// of a tree: the listing of the directory (list), then the manifest kept beside it:
-// markerManifest and its bytes ended by a NUL, markerNoManifest when there is none,
-// markerBadManifest when it is not a regular file (a link is never followed). A manifest is
-// JSON, which holds no NUL: a NUL in the file is printed as a byte that JSON allows nowhere
-// (\x01), so that the manifest cannot end early, and is refused when it is decoded. One
-// command reads every tree of a version.
+// compareScript prints, first, for each of the $1 paths that follow it, what ReadFinals reads of a
+// link: markerLink NUL and the link's target NUL for a symbolic link (never followed),
+// markerNotLink NUL for anything else, markerNoLink NUL when nothing is there. Then, for each
+// pair of arguments after them, what readFinals reads of a tree: the listing of the directory
+// (list), then the manifest kept beside it: markerManifest and its bytes ended by a NUL,
+// markerNoManifest when there is none, markerBadManifest when it is not a regular file (a link
+// is never followed). A manifest is JSON, which holds no NUL: a NUL in the file is printed as a
+// byte that JSON allows nowhere (\x01), so that the manifest cannot end early, and is refused
+// when it is decoded. One command reads every tree of a version and the links beside them.
 const compareScript = listFunction + `set -e
+n=$1
+shift
+while [ "$n" -gt 0 ]; do
+	if [ -L "$1" ]; then printf '%s\0' ` + markerLink + `; find "$1" -maxdepth 0 -printf '%l\0'
+	elif [ -e "$1" ]; then printf '%s\0' ` + markerNotLink + `
+	else printf '%s\0' ` + markerNoLink + `; fi
+	n=$((n - 1))
+	shift
+done
 while [ $# -ge 2 ]; do
 	list "$1"
 	if [ -L "$2" ] || { [ -e "$2" ] && [ ! -f "$2" ]; }; then printf '%s\0' ` + markerBadManifest + `
@@ -37,6 +53,20 @@ while [ $# -ge 2 ]; do
 	else printf '%s\0' ` + markerManifest + `; tr '\0' '\1' <"$2"; printf '\0'; fi
 	shift 2
 done`
+
+// The records of a link that compareScript reads.
+const (
+	markerLink    = "=link"    // then the link's target
+	markerNotLink = "=notlink" // something that is not a symbolic link
+	markerNoLink  = "=nolink"  // nothing
+)
+
+// Link is what ReadFinals found at a path it read as a link.
+type Link struct {
+	Exists bool   // something is there
+	IsLink bool   // it is a symbolic link, to Target
+	Target string // the link's target, exactly as stored
+}
 
 // finalRead is what readFinals read of one tree: its listing (nil when nothing is there) and
 // its manifest (nil when none), or why the manifest is bad.
@@ -46,9 +76,12 @@ type finalRead struct {
 	bad error
 }
 
-// finalsReader parses compareScript's output, one tree after another.
+// finalsReader parses compareScript's output: the links, then one tree after another.
 type finalsReader struct {
 	node     string
+	links    []string
+	linksOut []Link
+	target   bool // the next record is a link's target
 	finals   []string
 	out      []finalRead
 	p        *listingReader // the listing of the tree being read
@@ -56,7 +89,28 @@ type finalsReader struct {
 	rec      *records
 }
 
+// link reads the record b of the next link.
+func (f *finalsReader) link(b []byte) error {
+	switch {
+	case f.target:
+		f.target = false
+		f.linksOut = append(f.linksOut, Link{Exists: true, IsLink: true, Target: string(b)})
+	case string(b) == markerLink:
+		f.target = true
+	case string(b) == markerNotLink:
+		f.linksOut = append(f.linksOut, Link{Exists: true})
+	case string(b) == markerNoLink:
+		f.linksOut = append(f.linksOut, Link{})
+	default:
+		return fmt.Errorf("unexpected reading of %s: %q", f.links[len(f.linksOut)], b)
+	}
+	return nil
+}
+
 func (f *finalsReader) record(b []byte) error {
+	if len(f.linksOut) < len(f.links) {
+		return f.link(b)
+	}
 	i := len(f.out)
 	if i >= len(f.finals) {
 		return fmt.Errorf("unexpected output after the last tree: %q", b)
@@ -98,27 +152,95 @@ func (f *finalsReader) done(m *manifest, bad error) error {
 	return nil
 }
 
-// readFinals reads, in one command, what the node holds at each of finals (a nil listing when
-// nothing) and the manifest kept beside each: nil when there is none, bad (satisfying
-// errors.Is(bad, errBadManifest)) when it cannot be read as a manifest. err means the node
+// Finals is what ReadFinals read of a node in one command: the trees at their final places
+// with the manifests kept beside them, and the links asked for.
+type Finals struct {
+	finals []string
+	read   []finalRead
+	// Links holds what is at each of the links asked for, in their order.
+	Links []Link
+}
+
+// ReadFinals reads, in one command, what the node holds at each of finals and the manifest
+// kept beside each, and what is at each of links (absolute paths, read as links and never
+// followed): what Finals.Compare judges the trees by, and what a check of the version's
+// links needs, for one round trip to the node. Where c can run the command in a session of
+// its own (RunOutputOwnSession, as *nodes.Conn can), it does: a check reads a node once, and
+// a session costs less than starting the connection's command shell. err means the node
 // could not be read.
-func readFinals(ctx context.Context, c Conn, finals []string) ([]finalRead, error) {
-	f := &finalsReader{node: c.Node(), finals: finals}
+func ReadFinals(ctx context.Context, c Conn, finals, links []string) (*Finals, error) {
+	for _, l := range links {
+		if !path.IsAbs(l) {
+			return nil, fmt.Errorf("%s: read %s: not an absolute path", c.Node(), l)
+		}
+	}
+	f := &finalsReader{node: c.Node(), links: links, finals: finals}
 	f.rec = &records{seps: "\x00", fn: f.record}
-	argv := []string{"sh", "-c", compareScript, "cutover-stage"}
+	argv := ReadFinalsArgv(finals, links)
+	run := c.RunOutput
+	if own, ok := c.(ownSessionConn); ok {
+		run = own.RunOutputOwnSession
+	}
+	if _, err := run(ctx, f.rec, argv...); err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", c.Node(), strings.Join(finals, " and "), err)
+	}
+	if err := f.rec.end(); err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", c.Node(), strings.Join(finals, " and "), err)
+	}
+	switch {
+	case len(f.linksOut) != len(links):
+		return nil, fmt.Errorf("%s: the reading of %s ended early", c.Node(), links[len(f.linksOut)])
+	case len(f.out) != len(finals):
+		return nil, fmt.Errorf("%s: the listing of %s ended early", c.Node(), finals[len(f.out)])
+	}
+	return &Finals{finals: finals, read: f.out, Links: f.linksOut}, nil
+}
+
+// ReadFinalsArgv is the command ReadFinals runs on a node to read finals and links.
+func ReadFinalsArgv(finals, links []string) []string {
+	argv := []string{"sh", "-c", compareScript, "cutover-stage", strconv.Itoa(len(links))}
+	argv = append(argv, links...)
 	for _, final := range finals {
 		argv = append(argv, final, ManifestPath(final))
 	}
-	if _, err := c.RunOutput(ctx, f.rec, argv...); err != nil {
-		return nil, err
+	return argv
+}
+
+// ownSessionConn is a Conn that can run a command in a session of its own rather than in its
+// command shell (*nodes.Conn).
+type ownSessionConn interface {
+	RunOutputOwnSession(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error)
+}
+
+// maxOwnSessionOutput bounds the standard output RunOwnSession keeps.
+const maxOwnSessionOutput = 64 << 10
+
+// RunOwnSession runs argv on the node as c.Run does, in a session of its own where c can
+// (RunOutputOwnSession), for a check's command on a connection that runs no other: the
+// Result keeps the first 64 KiB of standard output, and more is an error.
+func RunOwnSession(ctx context.Context, c Conn, argv ...string) (nodes.Result, error) {
+	own, ok := c.(ownSessionConn)
+	if !ok {
+		return c.Run(ctx, argv...)
 	}
-	if err := f.rec.end(); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Node(), err)
+	out := &limitBuffer{max: maxOwnSessionOutput}
+	res, err := own.RunOutputOwnSession(ctx, out, argv...)
+	res.Stdout = out.b.Bytes()
+	if err == nil && out.over {
+		err = fmt.Errorf("%s: %s printed more than %d bytes", c.Node(), argv[0], maxOwnSessionOutput)
 	}
-	if len(f.out) != len(finals) {
-		return nil, fmt.Errorf("%s: the listing of %s ended early", c.Node(), finals[len(f.out)])
+	return res, err
+}
+
+// Compare judges the trees read at their final places against trees, one each, as Compare
+// does: the state of each, with the error that says how it differs (Differs) or why it could
+// not be checked.
+func (f *Finals) Compare(ctx context.Context, c Conn, trees []*Tree) (states []State, errs []error) {
+	for i, r := range f.read {
+		st, err := compareRead(ctx, c, trees[i], f.finals[i], r)
+		states, errs = append(states, st), append(errs, err)
 	}
-	return f.out, nil
+	return states, errs
 }
 
 // Compare compares the node's final directory with t by kinds, modes, owners, link targets
@@ -139,14 +261,11 @@ func Compare(ctx context.Context, c Conn, t *Tree, final string) (State, error) 
 // reading them all in one command: the state of each, with the error that says how it
 // differs (Differs) or why it could not be checked. err means the node could not be read.
 func CompareAll(ctx context.Context, c Conn, trees []*Tree, finals []string) (states []State, errs []error, err error) {
-	read, err := readFinals(ctx, c, finals)
+	f, err := ReadFinals(ctx, c, finals, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: read %s: %w", c.Node(), strings.Join(finals, " and "), err)
+		return nil, nil, err
 	}
-	for i, r := range read {
-		st, err := compareRead(ctx, c, trees[i], finals[i], r)
-		states, errs = append(states, st), append(errs, err)
-	}
+	states, errs = f.Compare(ctx, c, trees)
 	return states, errs, nil
 }
 

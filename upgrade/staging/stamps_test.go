@@ -293,3 +293,58 @@ func TestCompareAll(t *testing.T) {
 		})
 	}
 }
+
+// ownSessions is a node connection that counts the commands run in sessions of their own.
+type ownSessions struct {
+	staging.Conn
+	n *int
+}
+
+func (c ownSessions) RunOutputOwnSession(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error) {
+	*c.n++
+	return c.Conn.RunOutput(ctx, out, argv...)
+}
+
+// TestReadFinalsLinks reads, in the command that reads the trees, what is at each link asked
+// for: a link's target exactly as stored (relative, with a newline, dangling), never followed;
+// something that is no link; nothing. A relative path is refused, and the command runs in a
+// session of its own where the connection can.
+func TestReadFinalsLinks(t *testing.T) {
+	t.Parallel()
+	tree := sourceTree(t)
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			stageOn(t, tg, tree)
+			dir := filepath.Dir(tg.final)
+			links := map[string]string{"rel": "1.2.0", "newline": "a\nb", "dangling": "/nonexistent/x"}
+			var paths []string
+			want := []staging.Link{}
+			for _, name := range []string{"rel", "newline", "dangling"} {
+				p := filepath.Join(dir, "link-"+name)
+				if err := os.Symlink(links[name], p); err != nil {
+					t.Fatal(err)
+				}
+				paths = append(paths, p)
+				want = append(want, staging.Link{Exists: true, IsLink: true, Target: links[name]})
+			}
+			paths = append(paths, tg.final, filepath.Join(dir, "missing"))
+			want = append(want, staging.Link{Exists: true}, staging.Link{})
+			n := 0
+			f, err := staging.ReadFinals(ctx, ownSessions{tg.conn, &n}, []string{tg.final}, paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(f.Links, want) || n != 1 {
+				t.Errorf("ReadFinals read links %+v in %d sessions of their own, want %+v in 1", f.Links, n, want)
+			}
+			if states, errs := f.Compare(ctx, noSums{tg.conn}, []*staging.Tree{tree}); !slices.Equal(states, []staging.State{staging.Same}) || errors.Join(errs...) != nil {
+				t.Errorf("Compare after the links = %v, %v; want Same", states, errs)
+			}
+			if _, err := staging.ReadFinals(ctx, tg.conn, []string{tg.final}, []string{"relative/link"}); err == nil {
+				t.Error("ReadFinals read a relative link")
+			}
+		})
+	}
+}
