@@ -28,6 +28,9 @@ const (
 	// request there reaches the node, what follows it (a go, an SFTP request) does not until
 	// the run has given the connection up and ended.
 	faultHeld netFault = "held"
+	// faultFlap takes the node's link down and up again, two seconds each way, until the
+	// run has ended: for the master, its whole network flapping.
+	faultFlap netFault = "flap"
 )
 
 // netFaultCase is a fault of one node at one boundary: the run is held before stage (a
@@ -58,6 +61,7 @@ var netFaultSpread = []netFaultCase{
 	{stage: "switch", fault: faultHeld, node: "node3"},
 	{stage: "finish", fault: faultOneWay, node: "node2"},
 	{rolling: true, stage: "batch-3", fault: faultCut, node: "node3"},
+	{stage: "stop-nodes", fault: faultFlap, node: "node1"},
 }
 
 // netFaultCases returns the cases to run: the spread, or with CUTOVER_CRASH_ALL=1 every stage
@@ -68,7 +72,7 @@ func netFaultCases(t *testing.T) []netFaultCase {
 	}
 	stages, _ := stagesRun(t, upgrade.Up)
 	var out []netFaultCase
-	for _, f := range []netFault{faultCut, faultOneWay, faultHeld} {
+	for _, f := range []netFault{faultCut, faultOneWay, faultHeld, faultFlap} {
 		for _, st := range stages {
 			out = append(out, netFaultCase{stage: st, fault: f, node: "node2"})
 		}
@@ -160,8 +164,11 @@ func netFaultRun(t *testing.T, c *cluster.Cluster, fc netFaultCase, args ...stri
 	t.Helper()
 	ctx := context.Background()
 	h := startHeld(t, c, fc.stage, args...)
-	if fc.fault == faultHeld {
+	switch fc.fault {
+	case faultHeld:
 		return releaseGoHeld(t, c, h, fc.node), nil
+	case faultFlap:
+		return flapping(t, c, h, fc.node), nil
 	}
 	conns, err := c.Connections(ctx, fc.node)
 	if err != nil {
@@ -187,6 +194,38 @@ func netFaultRun(t *testing.T, c *cluster.Cluster, fc netFaultCase, args ...stri
 		t.Fatal(err)
 	}
 	return res, conns
+}
+
+// flapping lets the held run h go while node's link goes down and up again, two seconds each
+// way, until the run has ended, and returns the run's result with the link up.
+func flapping(t *testing.T, c *cluster.Cluster, h *heldRun, node string) cluster.Result {
+	t.Helper()
+	ctx := context.Background()
+	stop, flapped := make(chan struct{}), make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { flapped <- err }()
+		for {
+			if err = c.Cut(ctx, node); err != nil {
+				return
+			}
+			time.Sleep(2 * time.Second)
+			if err = c.Heal(ctx, node); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	res := h.release(t, c)
+	close(stop)
+	if err := <-flapped; err != nil {
+		t.Fatalf("flapping %s: %v", node, err)
+	}
+	return res
 }
 
 // waitConnectionsClosed waits until the master's connections to node from before a fault
