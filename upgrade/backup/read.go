@@ -51,6 +51,22 @@ func scan(ctx context.Context, r io.Reader, sc Scope, want *Archive, fn func(e E
 		return nil, fmt.Errorf("not a backup archive: %w", err)
 	}
 	tr := tar.NewReader(gz)
+	a, err := readHead(tr, sc, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := scanEntries(ctx, tr, a.m.Entries, fn); err != nil {
+		return nil, err
+	}
+	if err := checkTrailer(gz); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// readHead reads the manifest at the head of the archive and checks it: the one want was read
+// with, when want is set, and within sc.
+func readHead(tr *tar.Reader, sc Scope, want *Archive) (*Archive, error) {
 	m, raw, err := readManifest(tr)
 	if err != nil {
 		return nil, err
@@ -62,90 +78,135 @@ func scan(ctx context.Context, r io.Reader, sc Scope, want *Archive, fn func(e E
 	if err := m.check(sc); err != nil {
 		return nil, err
 	}
-	index := make(map[string]int, len(m.Entries))
-	for i, e := range m.Entries {
-		index[e.Path] = i
-	}
-	seen := make(map[string]bool, len(m.Entries))
-	next := 0
+	return a, nil
+}
+
+// scanEntries reads the archive's entries after its manifest: each must be the manifest's
+// next one, of its type, owner, mode and time, a file of its checksum; fn, when set, is given
+// each in order.
+func scanEntries(ctx context.Context, tr *tar.Reader, entries []Entry, fn func(e Entry, content io.Reader) error) error {
+	order := newEntryOrder(entries)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read archive: %w", err)
+			return fmt.Errorf("read archive: %w", err)
 		}
-		p, err := entryPath(hdr.Name)
+		e, err := order.entry(hdr)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := allowedType(p, hdr); err != nil {
-			return nil, err
-		}
-		if seen[p] {
-			return nil, fmt.Errorf("the archive holds %s twice", p)
-		}
-		seen[p] = true
-		i, ok := index[p]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("%s is in the archive but not in its manifest", p)
-		case i != next:
-			// i > next: an earlier entry would have been seen.
-			return nil, fmt.Errorf("%s: in the manifest but not in the archive where the manifest has it (the archive has %s there)", m.Entries[next].Path, p)
-		}
-		next++
-		e := m.Entries[i]
 		if err := compare(hdr, e); err != nil {
-			return nil, err
+			return err
 		}
-		if e.Type != TypeFile {
-			if fn != nil {
-				if err := fn(e, nil); err != nil {
-					return nil, err
-				}
-			}
-			continue
+		if err := readEntry(tr, e, fn); err != nil {
+			return err
 		}
-		h := sha256.New()
-		content := io.TeeReader(tr, h)
+	}
+	return order.missing()
+}
+
+// entryOrder checks that an archive holds the entries of its manifest, each once and in the
+// manifest's order.
+type entryOrder struct {
+	entries []Entry
+	index   map[string]int // an entry's place in the manifest, by path
+	seen    map[string]bool
+	next    int // the place of the entry expected next
+}
+
+func newEntryOrder(entries []Entry) *entryOrder {
+	index := make(map[string]int, len(entries))
+	for i, e := range entries {
+		index[e.Path] = i
+	}
+	return &entryOrder{entries: entries, index: index, seen: make(map[string]bool, len(entries))}
+}
+
+// entry returns the manifest's entry of the archive's entry hdr, refusing a path or a type
+// the archive may not hold, an entry held twice, one the manifest lacks or one out of order.
+func (o *entryOrder) entry(hdr *tar.Header) (Entry, error) {
+	p, err := entryPath(hdr.Name)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := allowedType(p, hdr); err != nil {
+		return Entry{}, err
+	}
+	if o.seen[p] {
+		return Entry{}, fmt.Errorf("the archive holds %s twice", p)
+	}
+	o.seen[p] = true
+	i, ok := o.index[p]
+	switch {
+	case !ok:
+		return Entry{}, fmt.Errorf("%s is in the archive but not in its manifest", p)
+	case i != o.next:
+		// i > next: an earlier entry would have been seen.
+		return Entry{}, fmt.Errorf("%s: in the manifest but not in the archive where the manifest has it (the archive has %s there)", o.entries[o.next].Path, p)
+	}
+	o.next++
+	return o.entries[i], nil
+}
+
+// missing refuses the manifest's entries the archive ended without, naming the first five.
+func (o *entryOrder) missing() error {
+	if o.next >= len(o.entries) {
+		return nil
+	}
+	var missing []string
+	for _, e := range o.entries[o.next:] {
+		if len(missing) == 5 {
+			missing = append(missing, fmt.Sprintf("and %d more", len(o.entries)-o.next-5))
+			break
+		}
+		missing = append(missing, e.Path)
+	}
+	return fmt.Errorf("%s: in the manifest but not in the archive", strings.Join(missing, ", "))
+}
+
+// readEntry gives entry e to fn, when set, with a file's content as it is read from tr, and
+// then checks the file's checksum against the manifest.
+func readEntry(tr io.Reader, e Entry, fn func(e Entry, content io.Reader) error) error {
+	if e.Type != TypeFile {
 		if fn != nil {
-			err = fn(e, content)
+			return fn(e, nil)
 		}
-		if err == nil {
-			_, err = io.Copy(io.Discard, content) // the rest, for the checksum
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
-			return nil, fmt.Errorf("%s: sha256 %s, but the manifest says %s: the archive was changed", p, got, e.SHA256)
-		}
+		return nil
 	}
-	if next < len(m.Entries) {
-		var missing []string
-		for _, e := range m.Entries[next:] {
-			if len(missing) == 5 {
-				missing = append(missing, fmt.Sprintf("and %d more", len(m.Entries)-next-5))
-				break
-			}
-			missing = append(missing, e.Path)
-		}
-		return nil, fmt.Errorf("%s: in the manifest but not in the archive", strings.Join(missing, ", "))
+	h := sha256.New()
+	content := io.TeeReader(tr, h)
+	var err error
+	if fn != nil {
+		err = fn(e, content)
 	}
-	// The end of the gzip stream: its checksum, and no more than padding.
+	if err == nil {
+		_, err = io.Copy(io.Discard, content) // the rest, for the checksum
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
+		return fmt.Errorf("%s: sha256 %s, but the manifest says %s: the archive was changed", e.Path, got, e.SHA256)
+	}
+	return nil
+}
+
+// checkTrailer reads the end of the gzip stream: its checksum, and no more than padding.
+func checkTrailer(gz io.Reader) error {
 	n, err := io.Copy(io.Discard, io.LimitReader(gz, maxTrailer+1))
 	if err != nil {
-		return nil, fmt.Errorf("read archive: %w", err)
+		return fmt.Errorf("read archive: %w", err)
 	}
 	if n > maxTrailer {
-		return nil, errors.New("read archive: data after the end of the archive")
+		return errors.New("read archive: data after the end of the archive")
 	}
-	return a, nil
+	return nil
 }
 
 // entryPath turns an entry's name into the absolute path it is restored to, refusing

@@ -155,102 +155,143 @@ type staged struct {
 // nothing changed. After it, a failure does not stop the other renames (the more of the
 // archive is in place, the better), and the error joins every failure.
 func (p *Plan) Restore(ctx context.Context, r io.Reader, opts Options) (written bool, err error) {
-	after := opts.AfterWrite
-	if after == nil {
-		after = func(string) {}
-	}
-	chown := os.Geteuid() == 0
-	ids := make(map[string]fileID, len(p.ids))
-	for k, v := range p.ids {
-		ids[k] = v
-	}
-	o := &opener{sc: p.sc, ids: ids}
-	defer o.close()
-	cleaned := map[string]bool{}
-	var created []string
-	var temps []staged
+	rs := p.newRestorer(opts)
+	defer rs.o.close()
 	defer func() {
 		if err != nil {
-			if cerr := p.cleanup(o, temps, created, !written); cerr != nil {
+			if cerr := p.cleanup(rs.o, rs.temps, rs.created, !written); cerr != nil {
 				err = fmt.Errorf("%w; cleaning up: %w", err, cerr)
 			}
 		}
 	}()
-
-	_, err = scan(ctx, r, p.sc, p.a, func(e Entry, content io.Reader) error {
-		if e.Type == TypeDir {
-			if !p.exists[e.Path] {
-				if err := p.mkdir(o, e.Path); err != nil {
-					return err
-				}
-				created = append(created, e.Path)
-				after("mkdir " + e.Path)
-			}
-			_, err := o.open(e.Path)
-			return err
-		}
-		dir, name := dirOf(e.Path), path.Base(e.Path)
-		d, err := o.open(dir)
-		if err != nil {
-			return err
-		}
-		if !cleaned[dir] {
-			// A restore killed before its renames left its temporary files here.
-			cleaned[dir] = true
-			if err := removeStale(d, dir); err != nil {
-				return err
-			}
-		}
-		tmp := tempPrefix + rand.Text()
-		if e.Type == TypeSymlink {
-			if err := unix.Symlinkat(e.Link, fd(d), tmp); err != nil {
-				return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
-			}
-			var st unix.Stat_t
-			err := unix.Fstatat(fd(d), tmp, &st, unix.AT_SYMLINK_NOFOLLOW)
-			temps = append(temps, staged{dir, tmp, name, idOf(&st)})
-			after("symlink " + path.Join(dir, tmp))
-			if err == nil && chown {
-				err = unix.Fchownat(fd(d), tmp, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW)
-			}
-			if err == nil {
-				t := unix.Timespec{Sec: e.ModTime}
-				err = unix.UtimesNanoAt(fd(d), tmp, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
-			}
-			if err != nil {
-				return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
-			}
-			return nil
-		}
-		n, err := unix.Openat(fd(d), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
-		}
-		f := os.NewFile(uintptr(n), path.Join(dir, tmp))
-		var st unix.Stat_t
-		err = unix.Fstat(n, &st)
-		temps = append(temps, staged{dir, tmp, name, idOf(&st)})
-		if err == nil {
-			err = writeFile(f, e, content, chown)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		after("wrote " + path.Join(dir, tmp))
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path.Join(dir, tmp), err)
-		}
-		return nil
-	})
-	if err != nil {
+	if _, err = scan(ctx, r, p.sc, p.a, rs.stage); err != nil {
 		return false, err
 	}
+	// Everything is written and checked: rename it into place, then the directories' owners
+	// and modes, then make it all durable.
+	errs := rs.renameAll()
+	errs = append(errs, rs.setDirs()...)
+	errs = append(errs, rs.syncAll()...)
+	return rs.written, errors.Join(errs...)
+}
 
-	// Everything is written and checked: rename it into place.
+// restorer is one Restore at work: the directories it opened, what it created and staged,
+// and whether it changed anything yet.
+type restorer struct {
+	p       *Plan
+	o       *opener
+	after   func(what string)
+	chown   bool            // set the owners (as root)
+	cleaned map[string]bool // directories whose stale temporary files are removed
+	created []string        // directories the restore created, in order
+	temps   []staged        // files and symlinks written to a temporary name
+	touched map[string]bool // directories an entry was renamed into
+	written bool            // something is renamed into place or set: the restore changed the disk
+}
+
+// newRestorer prepares a Restore of p reporting its writes to opts.
+func (p *Plan) newRestorer(opts Options) *restorer {
+	after := opts.AfterWrite
+	if after == nil {
+		after = func(string) {}
+	}
+	ids := make(map[string]fileID, len(p.ids))
+	for k, v := range p.ids {
+		ids[k] = v
+	}
+	return &restorer{p: p, o: &opener{sc: p.sc, ids: ids}, after: after, chown: os.Geteuid() == 0,
+		cleaned: map[string]bool{}, touched: map[string]bool{}}
+}
+
+// stage writes one entry of the archive as scan checks it: a missing directory is created, a
+// file or symlink is written to a temporary name in its directory.
+func (rs *restorer) stage(e Entry, content io.Reader) error {
+	if e.Type == TypeDir {
+		return rs.stageDir(e)
+	}
+	dir := dirOf(e.Path)
+	d, err := rs.o.open(dir)
+	if err != nil {
+		return err
+	}
+	if !rs.cleaned[dir] {
+		// A restore killed before its renames left its temporary files here.
+		rs.cleaned[dir] = true
+		if err := removeStale(d, dir); err != nil {
+			return err
+		}
+	}
+	tmp := tempPrefix + rand.Text()
+	if e.Type == TypeSymlink {
+		return rs.stageSymlink(d, dir, tmp, e)
+	}
+	return rs.stageFile(d, dir, tmp, e, content)
+}
+
+// stageDir creates directory e when the plan found it missing, and opens it.
+func (rs *restorer) stageDir(e Entry) error {
+	if !rs.p.exists[e.Path] {
+		if err := rs.p.mkdir(rs.o, e.Path); err != nil {
+			return err
+		}
+		rs.created = append(rs.created, e.Path)
+		rs.after("mkdir " + e.Path)
+	}
+	_, err := rs.o.open(e.Path)
+	return err
+}
+
+// stageSymlink writes symlink e as tmp in directory d (dir), with its owner and time.
+func (rs *restorer) stageSymlink(d *os.File, dir, tmp string, e Entry) error {
+	if err := unix.Symlinkat(e.Link, fd(d), tmp); err != nil {
+		return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(fd(d), tmp, &st, unix.AT_SYMLINK_NOFOLLOW)
+	rs.temps = append(rs.temps, staged{dir, tmp, path.Base(e.Path), idOf(&st)})
+	rs.after("symlink " + path.Join(dir, tmp))
+	if err == nil && rs.chown {
+		err = unix.Fchownat(fd(d), tmp, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err == nil {
+		t := unix.Timespec{Sec: e.ModTime}
+		err = unix.UtimesNanoAt(fd(d), tmp, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
+	}
+	return nil
+}
+
+// stageFile writes file e, its content checked by writeFile, as tmp in directory d (dir).
+func (rs *restorer) stageFile(d *os.File, dir, tmp string, e Entry, content io.Reader) error {
+	n, err := unix.Openat(fd(d), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path.Join(dir, tmp), err)
+	}
+	f := os.NewFile(uintptr(n), path.Join(dir, tmp))
+	var st unix.Stat_t
+	err = unix.Fstat(n, &st)
+	rs.temps = append(rs.temps, staged{dir, tmp, path.Base(e.Path), idOf(&st)})
+	if err == nil {
+		err = writeFile(f, e, content, rs.chown)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	rs.after("wrote " + path.Join(dir, tmp))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path.Join(dir, tmp), err)
+	}
+	return nil
+}
+
+// renameAll renames every staged file and symlink into place, each only while its temporary
+// file is still the one the restore wrote; a failure does not stop the others.
+func (rs *restorer) renameAll() []error {
 	var errs []error
-	touched := map[string]bool{}
-	for i, s := range temps {
-		d, err := o.open(s.dir)
+	for i, s := range rs.temps {
+		d, err := rs.o.open(s.dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -258,31 +299,36 @@ func (p *Plan) Restore(ctx context.Context, r io.Reader, opts Options) (written 
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd(d), s.tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || idOf(&st) != s.id {
 			errs = append(errs, fmt.Errorf("%s: its temporary file %s was removed or replaced: not renamed into place", path.Join(s.dir, s.name), s.tmp))
-			temps[i].tmp = ""
+			rs.temps[i].tmp = ""
 			continue
 		}
 		if err := unix.Renameat(fd(d), s.tmp, fd(d), s.name); err != nil {
 			errs = append(errs, fmt.Errorf("rename %s to %s: %w", path.Join(s.dir, s.tmp), s.name, err))
 			continue
 		}
-		temps[i].tmp = "" // renamed: nothing to clean up
-		written = true
-		touched[s.dir] = true
-		after("renamed " + path.Join(s.dir, s.name))
+		rs.temps[i].tmp = "" // renamed: nothing to clean up
+		rs.written = true
+		rs.touched[s.dir] = true
+		rs.after("renamed " + path.Join(s.dir, s.name))
 	}
-	// The directories' owners and modes last, deepest first.
-	entries := p.a.m.Entries
+	return errs
+}
+
+// setDirs sets the archive's directories' owners, modes and times, deepest first.
+func (rs *restorer) setDirs() []error {
+	var errs []error
+	entries := rs.p.a.m.Entries
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		if e.Type != TypeDir {
 			continue
 		}
-		d, err := o.open(e.Path)
+		d, err := rs.o.open(e.Path)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if chown {
+		if rs.chown {
 			if err := unix.Fchown(fd(d), int(e.UID), int(e.GID)); err != nil {
 				errs = append(errs, fmt.Errorf("chown %s: %w", e.Path, err))
 			}
@@ -294,24 +340,29 @@ func (p *Plan) Restore(ctx context.Context, r io.Reader, opts Options) (written 
 		if err := unix.Futimes(fd(d), []unix.Timeval{t, t}); err != nil {
 			errs = append(errs, fmt.Errorf("set the time of %s: %w", e.Path, err))
 		}
-		written = true
-		after("chmod " + e.Path)
+		rs.written = true
+		rs.after("chmod " + e.Path)
 	}
-	// Durable before done: every directory of the archive (its entries renamed or created,
-	// its owner, mode and time set), each once, deepest first; then the parent of a root
-	// the restore created, which lies outside the scope.
-	for _, e := range entries {
+	return errs
+}
+
+// syncAll makes the restore durable before it is done: every directory of the archive (its
+// entries renamed or created, its owner, mode and time set), each once, deepest first; then
+// the parent of a root the restore created, which lies outside the scope.
+func (rs *restorer) syncAll() []error {
+	var errs []error
+	for _, e := range rs.p.a.m.Entries {
 		if e.Type == TypeDir {
-			touched[e.Path] = true
+			rs.touched[e.Path] = true
 		}
 	}
-	dirs := make([]string, 0, len(touched))
-	for d := range touched {
+	dirs := make([]string, 0, len(rs.touched))
+	for d := range rs.touched {
 		dirs = append(dirs, d)
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
 	for _, dir := range dirs {
-		d, err := o.open(dir)
+		d, err := rs.o.open(dir)
 		if err == nil {
 			err = syncDir(dir, d)
 		}
@@ -319,12 +370,12 @@ func (p *Plan) Restore(ctx context.Context, r io.Reader, opts Options) (written 
 			errs = append(errs, err)
 		}
 	}
-	for _, c := range created {
-		if p.sc.isRoot(c) {
-			errs = append(errs, p.syncOutside(path.Dir(c)))
+	for _, c := range rs.created {
+		if rs.p.sc.isRoot(c) {
+			errs = append(errs, rs.p.syncOutside(path.Dir(c)))
 		}
 	}
-	return written, errors.Join(errs...)
+	return errs
 }
 
 // syncOutside fsyncs the directory dir, outside the scope (the parent of a root): it is
