@@ -313,28 +313,55 @@ var (
 )
 
 func (c *Config) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	c.validateNames(&p)
+	c.validatePaths(&p)
+	c.validateCluster(&p)
+	c.validateAppConfig(&p)
+	c.validatePolicy(&p)
+	p = append(p, c.Strategy.validate(c.Commands)...)
+	p = append(p, c.Stage.validate()...)
+	p = append(p, c.Daemons.validate()...)
+	p = append(p, c.Metrics.validate()...)
+	if c.Commands.QueueDrain != "" && c.Commands.QueueBusy == "" {
+		p.add("commands.queue_drain needs commands.queue_busy to know when the queue is empty")
+	}
+	return errors.Join(p...)
+}
+
+// problems are what validate refuses in a configuration, in the order it checks them.
+type problems []error
+
+// add notes one problem.
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Errorf(format, args...)) }
+
+// validateNames checks the application's name and how its version directories are named.
+func (c *Config) validateNames(p *problems) {
 	if c.App == "" {
-		bad("app is required")
+		p.add("app is required")
 	} else if !appName.MatchString(c.App) {
-		bad("app %q: only lower-case letters, digits and . _ + - are allowed", c.App)
+		p.add("app %q: only lower-case letters, digits and . _ + - are allowed", c.App)
 	}
 	if c.VersionDirs != "full" && c.VersionDirs != "minor" {
-		bad("version_dirs %q: must be \"full\" or \"minor\"", c.VersionDirs)
+		p.add("version_dirs %q: must be \"full\" or \"minor\"", c.VersionDirs)
 	}
-	for name, p := range map[string]string{
+}
+
+// validatePaths checks the installation and state paths, and what a backup holds and leaves
+// out.
+func (c *Config) validatePaths(p *problems) {
+	for name, dir := range map[string]string{
 		"paths.libdir": c.Paths.LibDir, "paths.datadir": c.Paths.DataDir, "paths.sysconfdir": c.Paths.SysconfDir,
 		"paths.localstatedir": c.Paths.LocalstateDir, "paths.state_dir": c.Paths.StateDir,
 	} {
-		if !cleanAbs(p) {
-			bad("%s %q: must be a clean absolute path", name, p)
+		if !cleanAbs(dir) {
+			p.add("%s %q: must be a clean absolute path", name, dir)
 		}
 	}
 	if c.App != "" && cleanAbs(c.Paths.StateDir) {
 		for _, d := range c.BackupDirs() {
 			if within(c.Paths.StateDir, d) || within(d, c.Paths.StateDir) {
-				bad("paths.state_dir %q overlaps %s, which cutover backs up and restores: a restore would bring back an old journal and intent; put the state elsewhere (default /var/lib/cutover)", c.Paths.StateDir, d)
+				p.add("paths.state_dir %q overlaps %s, which cutover backs up and restores: a restore would bring back an old journal and intent; put the state elsewhere (default /var/lib/cutover)", c.Paths.StateDir, d)
 			}
 		}
 	}
@@ -344,85 +371,90 @@ func (c *Config) validate() error {
 			inside = inside || (x != d && within(x, d))
 		}
 		if !cleanAbs(x) || !inside {
-			bad("paths.backup_exclude %q: must be a clean absolute path inside %s", x, strings.Join(c.BackupDirs(), " or "))
+			p.add("paths.backup_exclude %q: must be a clean absolute path inside %s", x, strings.Join(c.BackupDirs(), " or "))
 		}
 	}
+}
+
+// validateCluster checks how the master and the nodes are found and reached.
+func (c *Config) validateCluster(p *problems) {
 	if c.Cluster.Master == "" {
 		if c.Cluster.MasterCommand == "" {
-			bad("cluster.master or cluster.master_command is required")
+			p.add("cluster.master or cluster.master_command is required")
 		}
 	} else if !hostName.MatchString(c.Cluster.Master) {
-		bad("cluster.master %q is not a host name", c.Cluster.Master)
+		p.add("cluster.master %q is not a host name", c.Cluster.Master)
 	}
 	if c.Cluster.NodesCommand == "" && len(c.Cluster.Nodes) == 0 {
-		bad("cluster: no nodes: add [[cluster.node]] entries or set nodes_command")
+		p.add("cluster: no nodes: add [[cluster.node]] entries or set nodes_command")
 	}
 	if c.SSH.User == "" {
-		bad("ssh.user is required")
+		p.add("ssh.user is required")
 	}
 	if c.SSH.Parallel < 1 {
-		bad("ssh.parallel %d: must be at least 1", c.SSH.Parallel)
+		p.add("ssh.parallel %d: must be at least 1", c.SSH.Parallel)
 	}
 	if c.SSH.ConnectTimeout.Duration <= 0 || c.SSH.CommandTimeout.Duration <= 0 {
-		bad("ssh.connect_timeout and ssh.command_timeout must be positive")
+		p.add("ssh.connect_timeout and ssh.command_timeout must be positive")
 	}
+}
+
+// validateAppConfig checks the application's config file, its version, its migrations and the
+// files redistributed or watched for a restart.
+func (c *Config) validateAppConfig(p *problems) {
 	if !cleanAbs(c.Config.File) {
-		bad("config.file %q: must be a clean absolute path", c.Config.File)
+		p.add("config.file %q: must be a clean absolute path", c.Config.File)
 	}
 	if !jsonPtr.MatchString(c.Config.VersionKey) {
-		bad("config.version_key %q: must be a JSON Pointer such as \"/version\"", c.Config.VersionKey)
+		p.add("config.version_key %q: must be a JSON Pointer such as \"/version\"", c.Config.VersionKey)
 	}
 	if c.Config.VersionEncoding != "semver" && c.Config.VersionEncoding != "ganeti" {
-		bad("config.version_encoding %q: must be \"semver\" or \"ganeti\"", c.Config.VersionEncoding)
+		p.add("config.version_encoding %q: must be \"semver\" or \"ganeti\"", c.Config.VersionEncoding)
 	}
 	switch c.Config.Migrate {
 	case "builtin":
 	case "exec":
 		if c.Config.UpgradeCommand == "" || c.Config.DowngradeCommand == "" {
-			bad("config.migrate = \"exec\" needs upgrade_command and downgrade_command")
+			p.add("config.migrate = \"exec\" needs upgrade_command and downgrade_command")
 		}
 	default:
-		bad("config.migrate %q: must be \"builtin\" or \"exec\"", c.Config.Migrate)
+		p.add("config.migrate %q: must be \"builtin\" or \"exec\"", c.Config.Migrate)
 	}
 	for _, f := range c.Config.Redistribute {
 		if !cleanAbs(f) {
-			bad("config.redistribute: %q must be a clean absolute path", f)
+			p.add("config.redistribute: %q must be a clean absolute path", f)
 		}
 	}
 	for _, f := range c.Commands.RestartWatch {
 		if !cleanAbs(strings.TrimPrefix(f, "!")) {
-			bad("commands.restart_watch: %q must be a clean absolute path (globs allowed), or one with a leading ! for files to leave out", f)
+			p.add("commands.restart_watch: %q must be a clean absolute path (globs allowed), or one with a leading ! for files to leave out", f)
 		}
 	}
+}
+
+// validatePolicy checks the [policy] settings.
+func (c *Config) validatePolicy(p *problems) {
 	if c.Policy.OnFailure != "stop" && c.Policy.OnFailure != "rollback" {
-		bad("policy.on_failure %q: must be \"stop\" or \"rollback\"", c.Policy.OnFailure)
+		p.add("policy.on_failure %q: must be \"stop\" or \"rollback\"", c.Policy.OnFailure)
 	}
 	if c.Policy.Downgrade != "previous-minor" && c.Policy.Downgrade != "never" {
-		bad("policy.downgrade %q: must be \"previous-minor\" or \"never\"", c.Policy.Downgrade)
+		p.add("policy.downgrade %q: must be \"previous-minor\" or \"never\"", c.Policy.Downgrade)
 	}
 	if c.Policy.BackupKeep < 1 {
-		bad("policy.backup_keep %d: must be at least 1", c.Policy.BackupKeep)
+		p.add("policy.backup_keep %d: must be at least 1", c.Policy.BackupKeep)
 	}
 	if c.Policy.DrainTimeout.Duration <= 0 {
-		bad("policy.drain_timeout must be positive")
+		p.add("policy.drain_timeout must be positive")
 	}
 	if c.Policy.WatchInterval.Duration < time.Second {
-		bad("policy.watch_interval %s: must be at least 1s", c.Policy.WatchInterval.Duration)
+		p.add("policy.watch_interval %s: must be at least 1s", c.Policy.WatchInterval.Duration)
 	}
 	if c.Policy.WatchFailures < 1 {
-		bad("policy.watch_failures %d: must be at least 1", c.Policy.WatchFailures)
+		p.add("policy.watch_failures %d: must be at least 1", c.Policy.WatchFailures)
 	}
 	if c.Policy.WatchBoots < 1 {
-		bad("policy.watch_boots %d: must be at least 1", c.Policy.WatchBoots)
+		p.add("policy.watch_boots %d: must be at least 1", c.Policy.WatchBoots)
 	}
-	errs = append(errs, c.Strategy.validate(c.Commands)...)
-	errs = append(errs, c.Stage.validate()...)
-	errs = append(errs, c.Daemons.validate()...)
-	errs = append(errs, c.Metrics.validate()...)
-	if c.Commands.QueueDrain != "" && c.Commands.QueueBusy == "" {
-		bad("commands.queue_drain needs commands.queue_busy to know when the queue is empty")
-	}
-	return errors.Join(errs...)
 }
 
 // BackupDirs are the directories a backup holds and a restore writes: the application's
