@@ -211,9 +211,6 @@ func parseProcListing(out []byte) (procListing, error) {
 	if len(records) > maxProcRecords {
 		return l, fmt.Errorf("the process listing has %d records, more than %d", len(records), maxProcRecords)
 	}
-	bad := func(rec []byte) error {
-		return fmt.Errorf("malformed record in the process listing: %s", escapeShort(string(rec)))
-	}
 	ended := false
 	for _, rec := range records {
 		if ended {
@@ -227,84 +224,118 @@ func parseProcListing(out []byte) (procListing, error) {
 			continue
 		}
 		kind, rest, _ := strings.Cut(s, " ")
-		switch kind {
-		case "E":
+		if kind == "E" {
 			ended = true
-		case "B":
-			if !nodes.ValidBoot(rest) {
-				return l, fmt.Errorf("the process listing's boot identity is malformed: %s", escapeShort(rest))
-			}
-			l.boot = rest
-		case "R", "S", "L", "M":
-			if rest != "" && (!path.IsAbs(rest) || path.Clean(rest) != rest) {
-				return l, bad(rec)
-			}
-			*map[string]*string{"R": &l.lib, "S": &l.share, "L": &l.liveLib, "M": &l.liveShare}[kind] = rest
-		case "U":
-			u, err := strconv.ParseUint(rest, 10, 32)
-			if err != nil {
-				return l, bad(rec)
-			}
-			l.uids[uint32(u)] = true
-		case "F":
-			pid, ok := parsePid(rest)
-			if !ok {
-				return l, bad(rec)
-			}
-			l.pidFiles[pid] = true
-		case "P":
-			f := strings.SplitN(rest, " ", 7)
-			if len(f) != 7 {
-				return l, bad(rec)
-			}
-			pid, ok := parsePid(f[0])
-			if !ok {
-				return l, bad(rec)
-			}
-			p := &nodeProc{pid: pid, exe: f[6]}
-			for i := range p.uids {
-				u, err := strconv.ParseUint(f[1+i], 10, 32)
-				if err != nil {
-					return l, bad(rec)
-				}
-				p.uids[i] = uint32(u)
-			}
-			start, err := strconv.ParseUint(f[5], 10, 64)
-			if err != nil {
-				return l, bad(rec)
-			}
-			p.start = start
-			l.procs[pid] = p
-		case "X":
-			f := strings.SplitN(rest, " ", 3)
-			if len(f) != 3 {
-				return l, bad(rec)
-			}
-			_, okPid := parsePid(f[0])
-			uid, err := strconv.ParseUint(f[1], 10, 32)
-			if !okPid || err != nil {
-				return l, bad(rec)
-			}
-			if len(l.others) < maxProcMaps {
-				l.others = append(l.others, fmt.Sprintf("%s (uid %d) %s", f[0], uid, escapeShort(f[2])))
-			}
-		case "m":
-			pidText, file, ok := strings.Cut(rest, " ")
-			pid, okPid := parsePid(pidText)
-			if !ok || !okPid {
-				return l, bad(rec)
-			}
-			if p := l.procs[pid]; p != nil && len(p.maps) < maxProcMaps {
-				p.maps = append(p.maps, file)
-			}
-		default:
-			return l, bad(rec)
+			continue
+		}
+		err := l.record(kind, rest)
+		if errors.Is(err, errBadRecord) {
+			return l, fmt.Errorf("malformed record in the process listing: %s", escapeShort(s))
+		}
+		if err != nil {
+			return l, err
 		}
 	}
 	if !ended {
 		return l, errors.New("the process listing was cut off (no end record)")
 	}
 	return l, nil
+}
+
+// errBadRecord is a record of the process listing that does not read as its kind says.
+var errBadRecord = errors.New("malformed record")
+
+// record reads one record of the listing but its end and the processes' arguments: kind is
+// its letter, rest what follows it. A record that does not read is errBadRecord.
+func (l *procListing) record(kind, rest string) error {
+	switch kind {
+	case "B":
+		if !nodes.ValidBoot(rest) {
+			return fmt.Errorf("the process listing's boot identity is malformed: %s", escapeShort(rest))
+		}
+		l.boot = rest
+	case "R", "S", "L", "M":
+		if rest != "" && (!path.IsAbs(rest) || path.Clean(rest) != rest) {
+			return errBadRecord
+		}
+		*map[string]*string{"R": &l.lib, "S": &l.share, "L": &l.liveLib, "M": &l.liveShare}[kind] = rest
+	case "U":
+		u, err := strconv.ParseUint(rest, 10, 32)
+		if err != nil {
+			return errBadRecord
+		}
+		l.uids[uint32(u)] = true
+	case "F":
+		pid, ok := parsePid(rest)
+		if !ok {
+			return errBadRecord
+		}
+		l.pidFiles[pid] = true
+	case "P":
+		p, ok := procRecord(rest)
+		if !ok {
+			return errBadRecord
+		}
+		l.procs[p.pid] = p
+	case "X":
+		return l.otherRecord(rest)
+	case "m":
+		pidText, file, ok := strings.Cut(rest, " ")
+		pid, okPid := parsePid(pidText)
+		if !ok || !okPid {
+			return errBadRecord
+		}
+		if p := l.procs[pid]; p != nil && len(p.maps) < maxProcMaps {
+			p.maps = append(p.maps, file)
+		}
+	default:
+		return errBadRecord
+	}
+	return nil
+}
+
+// procRecord reads a process record "PID RUID EUID SUID FSUID START EXE".
+func procRecord(rest string) (*nodeProc, bool) {
+	f := strings.SplitN(rest, " ", 7)
+	if len(f) != 7 {
+		return nil, false
+	}
+	pid, ok := parsePid(f[0])
+	if !ok {
+		return nil, false
+	}
+	p := &nodeProc{pid: pid, exe: f[6]}
+	for i := range p.uids {
+		u, err := strconv.ParseUint(f[1+i], 10, 32)
+		if err != nil {
+			return nil, false
+		}
+		p.uids[i] = uint32(u)
+	}
+	start, err := strconv.ParseUint(f[5], 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	p.start = start
+	return p, true
+}
+
+// otherRecord reads a record "PID UID EXE" of another user's process running from a
+// version's tree, kept for the warning (at most maxProcMaps of them).
+func (l *procListing) otherRecord(rest string) error {
+	f := strings.SplitN(rest, " ", 3)
+	if len(f) != 3 {
+		return errBadRecord
+	}
+	_, okPid := parsePid(f[0])
+	uid, err := strconv.ParseUint(f[1], 10, 32)
+	if !okPid || err != nil {
+		return errBadRecord
+	}
+	if len(l.others) < maxProcMaps {
+		l.others = append(l.others, fmt.Sprintf("%s (uid %d) %s", f[0], uid, escapeShort(f[2])))
+	}
+	return nil
 }
 
 // cmdlineRecord reads grep's record "PID/cmdline:ARG".
