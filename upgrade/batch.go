@@ -274,13 +274,13 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	}
 	began := r.now()
 	err := r.daemonsOn(ctx, c, node, false)
-	r.timeStep(node, step("stop"), began)
+	r.stage.timeStep(node, step("stop"), began, r.now())
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
 	began = r.now()
 	err = r.switchNode(ctx, c, node, version)
-	r.timeStep(node, step("switch"), began)
+	r.stage.timeStep(node, step("switch"), began, r.now())
 	if err != nil {
 		return fmt.Errorf("%s: switch to %s: %w", node, version, err)
 	}
@@ -298,7 +298,7 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	}
 	began = r.now()
 	err = r.daemonsOn(ctx, c, node, true)
-	r.timeStep(node, step("start"), began)
+	r.stage.timeStep(node, step("start"), began, r.now())
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -310,7 +310,7 @@ func (r *Run) rollNode(ctx context.Context, c Conn, node, version string, verify
 	}
 	deadline := time.Now().Add(min(nodeVerifyWait, r.Config.Strategy.BatchTimeout.Duration/2))
 	began = r.now()
-	defer func() { r.timeStep(node, "verify", began) }()
+	defer func() { r.stage.timeStep(node, "verify", began, r.now()) }()
 	for {
 		err := onMaster("node_verify", cmds.NodeVerify)
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {

@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -10,24 +9,9 @@ import (
 	"github.com/cutover/cutover/nodes"
 )
 
-// timeStep records that step of node's work in the current stage ran from start to now; the
-// node's result carries it into the journal with the stage's end.
-func (r *Run) timeStep(node, step string, start time.Time) {
-	end := r.now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stage == nil {
-		return
-	}
-	if r.stage.steps == nil {
-		r.stage.steps = map[string][]journal.Step{}
-	}
-	r.stage.steps[node] = append(r.stage.steps[node], journal.Step{Name: step, Start: start, End: end})
-}
-
-// result records one node's outcome in the current stage: how it ended, when its work began
-// and ended, and the steps timed meanwhile.
-func (r *Run) result(node string, start, end time.Time, res *nodes.Result, err error) {
+// nodeResult is one node's outcome in a stage: how it ended, and when its work began and
+// ended.
+func nodeResult(node string, start, end time.Time, res *nodes.Result, err error) journal.NodeResult {
 	nr := journal.NodeResult{Node: node, OK: err == nil, Duration: end.Sub(start), Start: start, End: end}
 	if res != nil {
 		nr.ExitCode = res.ExitCode
@@ -36,35 +20,7 @@ func (r *Run) result(node string, start, end time.Time, res *nodes.Result, err e
 	if err != nil {
 		nr.Error = err.Error()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stage == nil {
-		return
-	}
-	nr.Steps = r.stage.steps[node]
-	delete(r.stage.steps, node)
-	// A stage that works on a node twice (a start, then the check of the daemons) reports it
-	// once: from the first start to the last end.
-	for i, prev := range r.stage.nodes {
-		if prev.Node == node {
-			merged := nr
-			if !prev.OK {
-				merged = prev
-			}
-			merged.Duration = prev.Duration + nr.Duration
-			merged.Start, merged.End = prev.Start, nr.End
-			if nr.Start.Before(prev.Start) {
-				merged.Start = nr.Start
-			}
-			if prev.End.After(nr.End) {
-				merged.End = prev.End
-			}
-			merged.Steps = append(slices.Clip(prev.Steps), nr.Steps...)
-			r.stage.nodes[i] = merged
-			return
-		}
-	}
-	r.stage.nodes = append(r.stage.nodes, nr)
+	return nr
 }
 
 // OnNodes runs fn on every node of list, at most ssh.parallel at once, the master last when
@@ -79,7 +35,7 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 	for _, n := range list {
 		pending[n.Name] = true
 	}
-	stop := r.watchSlow(func() []string {
+	stop := watchSlow(&r.stage, r.Wait, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		var out []string
@@ -101,7 +57,7 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 		if lr, ok := c.(*loggedConn); ok {
 			res = lr.last()
 		}
-		r.result(n.Name, start, r.now(), res, err)
+		r.stage.result(nodeResult(n.Name, start, r.now(), res, err))
 		mu.Lock()
 		delete(pending, n.Name)
 		mu.Unlock()
@@ -110,9 +66,9 @@ func (r *Run) OnNodes(ctx context.Context, list []nodes.Node, masterLast bool, f
 	return err
 }
 
-// watchSlow reports, every waitReportEvery while a fan-out lasts, which nodes it still waits
-// for. The returned function stops it.
-func (r *Run) watchSlow(pending func() []string) (stop func()) {
+// watchSlow reports through wait, every waitReportEvery while a fan-out in stage lasts, which
+// nodes it still waits for (pending). The returned function stops it.
+func watchSlow(stage *stageLog, wait func(format string, args ...any), pending func() []string) (stop func()) {
 	done := make(chan struct{})
 	every := waitReportEvery // read here: a goroutine left from a fan-out must not read it later
 	go func() {
@@ -124,10 +80,10 @@ func (r *Run) watchSlow(pending func() []string) (stop func()) {
 				return
 			case <-t.C:
 				if p := pending(); len(p) > 0 {
-					if stage := r.currentStage(); stage != "" {
-						r.Wait("%s: waiting for %s to finish", stage, joinNames(p))
+					if name := stage.name(); name != "" {
+						wait("%s: waiting for %s to finish", name, joinNames(p))
 					} else {
-						r.Wait("waiting for %s to finish", joinNames(p))
+						wait("waiting for %s to finish", joinNames(p))
 					}
 				}
 			}

@@ -53,7 +53,7 @@ func migrateConfig(ctx context.Context, r *Run, command string) error {
 	var note string // what the stage did, for its line of output
 	if v, err := configVersion(spec); err == nil && configAt(r.Config, v, r.ToVersion) {
 		// A resumed run finds the config migrated by its earlier execution: the world wins.
-		if !r.history.doneBefore(r.currentStage()) {
+		if !r.history.doneBefore(r.stage.name()) {
 			r.log.Printf("config: %s is already at %s although the journal does not record the migration as done", spec.File, v)
 		}
 		note = fmt.Sprintf("already at %s", v)

@@ -91,14 +91,16 @@ type Run struct {
 	// nil is time.Now. Tests set it to draw the same timeline at every run.
 	clock func() time.Time
 
+	// stage is the stage running now and what it did so far (stage_log.go).
+	stage stageLog
+
 	mu         sync.Mutex
 	facts      map[string]string
 	unsaved    map[string]string // facts remembered and not journaled yet (see Remember)
-	stage      *stageState
-	failed     []string // stages that failed past the point of no return
-	tolerated  []string // batches that failed within the failure budget, with their nodes
-	undoFailed bool     // an undo step failed: the cluster is not as before
-	watchWhy   string   // why the watch failed (watch.go)
+	failed     []string          // stages that failed past the point of no return
+	tolerated  []string          // batches that failed within the failure budget, with their nodes
+	undoFailed bool              // an undo step failed: the cluster is not as before
+	watchWhy   string            // why the watch failed (watch.go)
 	// history is what the executions of this run did with its stages (stage_history.go).
 	history stageHistory
 	// pastPONR is whether an execution of this run crossed its point of no return.
@@ -160,16 +162,6 @@ func (r *Run) setTravel(ctx context.Context, t journal.Travel) error {
 	return r.journal.SetTravel(context.WithoutCancel(ctx), r.ID, t)
 }
 
-// currentStage names the stage running now.
-func (r *Run) currentStage() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stage == nil {
-		return ""
-	}
-	return r.stage.name
-}
-
 // Failed lists the stages that failed past the point of no return so far.
 func (r *Run) Failed() []string {
 	r.mu.Lock()
@@ -189,18 +181,6 @@ func (r *Run) UndoFailed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.undoFailed
-}
-
-// stageState collects what one stage did, for the journal and the report.
-type stageState struct {
-	name    string
-	index   int
-	total   int
-	nodes   []journal.NodeResult
-	steps   map[string][]journal.Step // the timed steps of each node's work not yet in nodes
-	note    string
-	warned  []string // the warnings given during the stage, journaled with its end
-	lastRpt time.Time
 }
 
 // MasterNode is the node cutover runs on.
@@ -303,29 +283,15 @@ func (r *Run) factsCopy() map[string]string {
 
 // Note sets the short summary shown on the stage's line, such as "waited for 3 jobs".
 func (r *Run) Note(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stage != nil {
-		r.stage.note = fmt.Sprintf(format, args...)
-	}
+	r.stage.note(fmt.Sprintf(format, args...))
 }
 
 // Wait reports a long wait: what the stage waits for. It is shown at most every few seconds.
 func (r *Run) Wait(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.log.Printf("wait: %s", msg)
-	r.mu.Lock()
-	st := r.stage
-	show := st == nil || time.Since(st.lastRpt) >= waitReportEvery
-	if show && st != nil {
-		st.lastRpt = time.Now()
-	}
-	r.mu.Unlock()
-	if show {
-		e := Event{Time: time.Now(), Type: "wait", Run: r.ID, Message: msg}
-		if st != nil {
-			e.Stage, e.Index, e.Total = st.name, st.index, st.total
-		}
+	e := Event{Time: time.Now(), Type: "wait", Run: r.ID, Message: msg}
+	if r.stage.wait(&e) {
 		r.report.Report(e)
 	}
 }
@@ -334,11 +300,7 @@ func (r *Run) Wait(format string, args ...any) {
 func (r *Run) Warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.log.Printf("warning: %s", msg)
-	r.mu.Lock()
-	if r.stage != nil {
-		r.stage.warned = append(r.stage.warned, msg)
-	}
-	r.mu.Unlock()
+	r.stage.warn(msg)
 	r.report.Report(Event{Time: time.Now(), Type: "warn", Run: r.ID, Message: msg})
 }
 

@@ -78,25 +78,18 @@ func (rn *Runner) index(st Stage) int {
 }
 
 func (rn *Runner) beginStage(r *Run, i int, st Stage) {
-	r.mu.Lock()
-	r.stage = &stageState{name: st.Name(), index: i + 1, total: len(rn.Stages)}
-	r.mu.Unlock()
+	r.stage.begin(st.Name(), i+1, len(rn.Stages))
 }
 
 // record journals one stage transition and reports it. The error says the journal could not
 // record it; the transition is reported anyway.
 func (rn *Runner) record(ctx context.Context, r *Run, i int, st Stage, state journal.State, d time.Duration, msg string) error {
-	r.mu.Lock()
 	var nodeResults []journal.NodeResult
 	var warned []string
 	note := ""
-	if r.stage != nil && r.stage.name == st.Name() && state != journal.Started {
-		nodeResults = r.stage.nodes
-		note = r.stage.note
-		warned = r.stage.warned
-		r.stage.nodes, r.stage.warned = nil, nil
+	if state != journal.Started {
+		nodeResults, note, warned = r.stage.take(st.Name())
 	}
-	r.mu.Unlock()
 	if msg == "" {
 		msg = note
 	}

@@ -110,11 +110,7 @@ func (w *watcher) key(s string) string {
 // leave behind, and the application's verify. It returns what failed, "" when nothing did.
 func (w *watcher) check(ctx context.Context) string {
 	r := w.r
-	r.mu.Lock()
-	if r.stage != nil {
-		r.stage.nodes = nil // the stage's node results are the last check's
-	}
-	r.mu.Unlock()
+	r.stage.forgetResults() // the stage's node results are the last check's
 	var problems []string
 	if r.Config.Commands.DaemonsStart != "" {
 		err := r.OnNodes(ctx, r.settled(), false, func(ctx context.Context, c Conn, n nodes.Node) error {
