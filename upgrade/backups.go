@@ -130,8 +130,8 @@ type RestoreReport struct {
 // with no verify command configured, restore refuses, as it cannot tell. It runs as the
 // stages of restoreStages through the Runner: check (read-only), keep-current (the current
 // state archived aside, Kept), restore (the point of no return: signals no longer stop it).
-// A refused check leaves no trace; from keep-current on, the restore is a run of kind
-// "restore" in the journal. The restore writes exactly what the check verified, through
+// A refused check leaves no trace; from keep-current on, the restore is a run of KindRestore
+// in the journal. The restore writes exactly what the check verified, through
 // directory descriptors, never through a link (upgrade/backup's Plan.Restore). Files that
 // exist but are not in the archive are left alone. Only the master is restored: the other
 // nodes get the config and the links by `cutover sync` or a run.

@@ -73,7 +73,7 @@ type pruneJob struct {
 // cluster keeps the cluster's versions and loses the others. A version is moved out of sight
 // first, its share tree before its lib tree, so that it stops counting as installed at
 // once, and only then removed; an interrupted prune leaves hidden directories that the next
-// prune removes. Journaled with Kind "prune".
+// prune removes. Journaled as a run of KindPrune.
 func Prune(ctx context.Context, cfg *config.Config, opts PruneOptions) (*PruneResult, error) {
 	start := time.Now()
 	if opts.Keep < 0 {

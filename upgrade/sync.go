@@ -89,7 +89,7 @@ func SyncStages() []Stage {
 // (IsBadInput), when this host is not the master (IsNotMaster), when another run holds the
 // lock (journal.IsLocked) or when a run is pending. Before any change it checks that every
 // named node can be reached, has a side-by-side installation and has both trees of the live
-// version. The run is journaled with Kind "sync" but writes no intent: an interrupted sync is
+// version. The run is journaled as KindSync but writes no intent: an interrupted sync is
 // finished by running it again, every stage being idempotent.
 func Sync(ctx context.Context, cfg *config.Config, names []string, opts SyncOptions) (*SyncResult, error) {
 	if len(names) == 0 {
