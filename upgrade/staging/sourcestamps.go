@@ -244,7 +244,8 @@ func (s *Stamps) sum(tree, name string, st *unix.Stat_t) (string, bool) {
 // SaveStamps writes, to path, the stamps of the files of trees that are not racy, with their
 // checksums, and the archive they were unpacked from, if any (nil for a directory source):
 // Stamps as they are to be found at the next stage. It writes atomically and durably
-// (Stamps), replacing what was there, a link included, never writing through it.
+// (Stamps), replacing what was there, a link included, never writing through it; where path
+// holds those very stamps already, as at a restage of an unchanged source, it writes nothing.
 func SaveStamps(path string, trees []*Tree, archive *Archive) error {
 	f := stampsFile{Format: stampsFormat}
 	if archive != nil {
@@ -263,6 +264,10 @@ func SaveStamps(path string, trees []*Tree, archive *Archive) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
+	}
+	// A restage of an unchanged source keeps the stamps it found: nothing is written.
+	if old, err := readPrivate(path); err == nil && bytes.Equal(old, data) {
+		return nil
 	}
 	return writePrivate(path, data)
 }

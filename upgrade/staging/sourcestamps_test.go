@@ -281,6 +281,16 @@ func TestStampsWritten(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the directory holds %d entries, want the stamps alone", len(entries))
 	}
+	// The same stamps again, as a restage of an unchanged source keeps them: nothing is
+	// written, the file is the one written before.
+	before, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stampsOf(t, src, path)
+	if after, err := os.Lstat(path); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the same stamps were written again (%v)", err)
+	}
 
 	// A link at the stamps' place is refused when read and replaced when written: its target
 	// is never written.
