@@ -70,6 +70,7 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 		var states [2]treeState
 		var diffs []string
 		var lacking []string
+		var lackingAt []int
 		var need []int64
 		for i, st := range got {
 			err := errs[i]
@@ -88,9 +89,10 @@ func (s stagingCheck) Run(ctx context.Context, r *Run) error {
 			}
 			if !states[i].held() {
 				lacking, need = append(lacking, []string{j.libDir, j.shareDir}[i]), append(need, trees[i].Bytes)
+				lackingAt = append(lackingAt, i)
 			}
 		}
-		if err := checkSpace(ctx, c, lacking, need); err != nil {
+		if err := checkFinalsRoom(ctx, c, finals, lackingAt, lacking, need); err != nil {
 			return onNode(n.Name, err)
 		}
 		j.mu.Lock()
@@ -192,14 +194,40 @@ func checkSpace(ctx context.Context, c staging.Conn, dirs []string, need []int64
 	if len(lines) != len(dirs) {
 		return fmt.Errorf("free space for %s: unexpected df output %s", strings.Join(dirs, " and "), nodes.QuotedPrefix(res.Stdout))
 	}
+	var free []int64
 	for i, dir := range dirs {
 		kb, err := strconv.ParseInt(lines[i], 10, 64)
 		if err != nil {
 			return fmt.Errorf("free space for %s: unexpected df output %s", dir, nodes.QuotedPrefix(res.Stdout))
 		}
-		if want := need[i] + need[i]/10; kb*1024 < want {
-			return fmt.Errorf("%s has %s free, the version needs %s there: free some space (cutover prune removes versions no run needs)", dir, megabytes(kb*1024), megabytes(want))
+		free = append(free, kb)
+	}
+	return checkRoom(dirs, need, free)
+}
+
+// checkRoom refuses a tree of need[i] bytes where the file system of dirs[i] has less than
+// free[i] kilobytes available, with a tenth more for directories and metadata.
+func checkRoom(dirs []string, need, free []int64) error {
+	for i, dir := range dirs {
+		if want := need[i] + need[i]/10; free[i]*1024 < want {
+			return fmt.Errorf("%s has %s free, the version needs %s there: free some space (cutover prune removes versions no run needs)", dir, megabytes(free[i]*1024), megabytes(want))
 		}
 	}
 	return nil
+}
+
+// checkFinalsRoom is checkSpace for the trees lacking on a node, with the free space the
+// check's reading of the node found where nothing was at a tree's place (staging.Finals.Free),
+// which is every lacking tree at a first stage; otherwise (a tree to replace) it asks the
+// node in a command of its own.
+func checkFinalsRoom(ctx context.Context, c staging.Conn, finals *staging.Finals, lacking []int, dirs []string, need []int64) error {
+	var free []int64
+	for _, i := range lacking {
+		kb, ok := finals.Free(i)
+		if !ok {
+			return checkSpace(ctx, c, dirs, need)
+		}
+		free = append(free, kb)
+	}
+	return checkRoom(dirs, need, free)
 }

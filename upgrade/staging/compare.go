@@ -33,7 +33,9 @@ const (
 // pair of arguments after them, what readFinals reads of a tree: the listing of the directory
 // (list), then the manifest kept beside it: markerManifest and its bytes ended by a NUL,
 // markerNoManifest when there is none, markerBadManifest when it is not a regular file (a link
-// is never followed). A manifest is JSON, which holds no NUL: a NUL in the file is printed as a
+// is never followed); then, where nothing is at the tree's place, as at a first stage,
+// markerSpace and what df prints of the file system of its nearest existing parent, ended by
+// a NUL, so that the check of the room for the tree costs no command of its own. A manifest is JSON, which holds no NUL: a NUL in the file is printed as a
 // byte that JSON allows nowhere (\x01), so that the manifest cannot end early, and is refused
 // when it is decoded. One command reads every tree of a version and the links beside them.
 const compareScript = listFunction + `set -e
@@ -51,6 +53,13 @@ while [ $# -ge 2 ]; do
 	if [ -L "$2" ] || { [ -e "$2" ] && [ ! -f "$2" ]; }; then printf '%s\0' ` + markerBadManifest + `
 	elif [ ! -e "$2" ]; then printf '%s\0' ` + markerNoManifest + `
 	else printf '%s\0' ` + markerManifest + `; tr '\0' '\1' <"$2"; printf '\0'; fi
+	if [ ! -e "$1" ] && [ ! -L "$1" ]; then
+		d=$1
+		while [ ! -d "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
+		printf '%s\0' ` + markerSpace + `
+		df -P -k -- "$d"
+		printf '\0'
+	fi
 	shift 2
 done`
 
@@ -59,6 +68,7 @@ const (
 	markerLink    = "=link"    // then the link's target
 	markerNotLink = "=notlink" // something that is not a symbolic link
 	markerNoLink  = "=nolink"  // nothing
+	markerSpace   = "=space"   // then df -P -k's output for the tree's nearest existing parent
 )
 
 // Link is what ReadFinals found at a path it read as a link.
@@ -69,11 +79,14 @@ type Link struct {
 }
 
 // finalRead is what readFinals read of one tree: its listing (nil when nothing is there) and
-// its manifest (nil when none), or why the manifest is bad.
+// its manifest (nil when none), or why the manifest is bad, and when nothing is there, the
+// kilobytes available where it would go.
 type finalRead struct {
-	l   *listing
-	m   *manifest
-	bad error
+	l       *listing
+	m       *manifest
+	bad     error
+	free    int64
+	hasFree bool
 }
 
 // finalsReader parses compareScript's output: the links, then one tree after another.
@@ -86,7 +99,24 @@ type finalsReader struct {
 	out      []finalRead
 	p        *listingReader // the listing of the tree being read
 	manifest bool           // the next record is the tree's manifest
+	space    bool           // the next record is df's output for the tree read last
 	rec      *records
+}
+
+// free reads df's output b for the tree read last: the available kilobytes of its one file
+// system, the fourth field of the line after the header.
+func (f *finalsReader) free(b []byte) error {
+	r := &f.out[len(f.out)-1]
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) == 2 {
+		if fields := strings.Fields(lines[1]); len(fields) >= 4 {
+			if kb, err := strconv.ParseInt(fields[3], 10, 64); err == nil && kb >= 0 {
+				r.free, r.hasFree = kb, true
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("free space for %s: unexpected df output %s", f.finals[len(f.out)-1], nodes.QuotedPrefix(b))
 }
 
 // link reads the record b of the next link.
@@ -110,6 +140,14 @@ func (f *finalsReader) link(b []byte) error {
 func (f *finalsReader) record(b []byte) error {
 	if len(f.linksOut) < len(f.links) {
 		return f.link(b)
+	}
+	switch {
+	case f.space:
+		f.space = false
+		return f.free(b)
+	case f.p == nil && len(f.out) > 0 && !f.out[len(f.out)-1].hasFree && string(b) == markerSpace:
+		f.space = true
+		return nil
 	}
 	i := len(f.out)
 	if i >= len(f.finals) {
@@ -177,11 +215,7 @@ func ReadFinals(ctx context.Context, c Conn, finals, links []string) (*Finals, e
 	f := &finalsReader{node: c.Node(), links: links, finals: finals}
 	f.rec = &records{seps: "\x00", fn: f.record}
 	argv := ReadFinalsArgv(finals, links)
-	run := c.RunOutput
-	if own, ok := c.(ownSessionConn); ok {
-		run = own.RunOutputOwnSession
-	}
-	if _, err := run(ctx, f.rec, argv...); err != nil {
+	if _, err := runOutputOwnSession(ctx, c, f.rec, argv...); err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", c.Node(), strings.Join(finals, " and "), err)
 	}
 	if err := f.rec.end(); err != nil {
@@ -212,6 +246,17 @@ type ownSessionConn interface {
 	RunOutputOwnSession(ctx context.Context, out io.Writer, argv ...string) (nodes.Result, error)
 }
 
+// runOutputOwnSession runs argv as c.RunOutput does, in a session of its own where c can. A
+// stage runs few commands on a node, the ones that send and place a tree with input of their
+// own (RunInput) besides: the check's reading, the check of what was sent. Starting the
+// connection's command shell for them would cost more than it saves.
+func runOutputOwnSession(ctx context.Context, c Conn, out io.Writer, argv ...string) (nodes.Result, error) {
+	if own, ok := c.(ownSessionConn); ok {
+		return own.RunOutputOwnSession(ctx, out, argv...)
+	}
+	return c.RunOutput(ctx, out, argv...)
+}
+
 // maxOwnSessionOutput bounds the standard output RunOwnSession keeps.
 const maxOwnSessionOutput = 64 << 10
 
@@ -230,6 +275,12 @@ func RunOwnSession(ctx context.Context, c Conn, argv ...string) (nodes.Result, e
 		err = fmt.Errorf("%s: %s printed more than %d bytes", c.Node(), argv[0], maxOwnSessionOutput)
 	}
 	return res, err
+}
+
+// Free returns the kilobytes available to the file system where the i-th tree would go, as
+// df reports them, read where nothing was at the tree's place; ok is false otherwise.
+func (f *Finals) Free(i int) (kb int64, ok bool) {
+	return f.read[i].free, f.read[i].hasFree
 }
 
 // Compare judges the trees read at their final places against trees, one each, as Compare

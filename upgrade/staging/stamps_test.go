@@ -14,6 +14,7 @@ import (
 
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/staging"
+	"golang.org/x/sys/unix"
 )
 
 // noSums is a node connection that refuses to checksum: a Compare through it that succeeds
@@ -344,6 +345,27 @@ func TestReadFinalsLinks(t *testing.T) {
 			}
 			if _, err := staging.ReadFinals(ctx, tg.conn, []string{tg.final}, []string{"relative/link"}); err == nil {
 				t.Error("ReadFinals read a relative link")
+			}
+			// Where nothing is at a tree's place, the reading says the room of the file
+			// system of its nearest existing parent, and creates nothing.
+			if _, ok := f.Free(0); ok {
+				t.Error("ReadFinals read the free space where a tree is")
+			}
+			missing := filepath.Join(dir, "new/usr/lib/app/1.2.0")
+			f, err = staging.ReadFinals(ctx, tg.conn, []string{tg.final, missing}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st unix.Statfs_t
+			if err := unix.Statfs(dir, &st); err != nil {
+				t.Fatal(err)
+			}
+			kb, ok := f.Free(1)
+			if total := int64(st.Blocks) * st.Bsize / 1024; !ok || kb <= 0 || kb > total {
+				t.Errorf("the free space where nothing is: %d kB (%v), want some of the file system's %d kB", kb, ok, total)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+				t.Errorf("ReadFinals created %s: %v", filepath.Join(dir, "new"), err)
 			}
 		})
 	}
