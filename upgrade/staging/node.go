@@ -376,8 +376,9 @@ else
 fi
 wait "$flush" || :`
 
-// checkSent lists the node's directory tmp and checksums every file in it, in one command; it
-// returns the listing, the SHA-256 of the listing as the node printed it and the checksums.
+// checkSent lists the node's directory tmp and checksums every file in it, in one command, in a
+// session of its own where c can (runOutputOwnSession); it returns the listing, the SHA-256 of
+// the listing as the node printed it and the checksums.
 func checkSent(ctx context.Context, c Conn, tmp string) (*listing, string, map[string]string, error) {
 	p := newListingReader(tmp)
 	p.digest = sha256.New()
@@ -389,7 +390,7 @@ func checkSent(ctx context.Context, c Conn, tmp string) (*listing, string, map[s
 		return func(rec []byte) error { return parseSum(c.Node(), tmp, rec, have) }, nil
 	}
 	rec := &records{seps: "\x00", fn: p.record}
-	if _, err := c.RunOutput(ctx, rec, "sh", "-c", checkScript, "cutover-stage", tmp, hasher); err != nil {
+	if _, err := runOutputOwnSession(ctx, c, rec, "sh", "-c", checkScript, "cutover-stage", tmp, hasher); err != nil {
 		return nil, "", nil, err
 	}
 	if err := rec.end(); err != nil {
