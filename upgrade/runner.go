@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -422,36 +421,6 @@ func (rn *Runner) runStage(ctx context.Context, r *Run, st Stage, past bool) err
 		return err
 	}
 	return st.Run(ctx, r)
-}
-
-// toleratedErr is the error of a run that is done with nodes left behind within its failure
-// budget (exit 3 naming them and the sync that catches them up), or nil.
-func (r *Run) toleratedErr() error {
-	behind := r.perNode.tolerated(r.factsCopy(), r.Config.Strategy.MaxFailed)
-	if len(behind) == 0 {
-		return nil
-	}
-	var at, unknown []string
-	for _, n := range behind {
-		if _, ok := r.Fact(factUnknownPrefix + n); ok {
-			unknown = append(unknown, n)
-		} else {
-			at = append(at, n)
-		}
-	}
-	var where []string
-	if len(at) > 0 {
-		where = append(where, fmt.Sprintf("%s left at %s", joinNames(at), r.From))
-	}
-	if len(unknown) > 0 {
-		where = append(where, fmt.Sprintf("%s in a state cutover could not confirm (cut off after its switch or start, it may run %s on %s's config)", joinNames(unknown), r.To, r.From))
-	}
-	it := "it is"
-	if len(behind) > 1 {
-		it = "they are"
-	}
-	return pastPONR(fmt.Errorf("the run is done, but %s failed within strategy.max_failed: %s; once %s back and healthy, run 'cutover sync %s'",
-		joinNames(behind), strings.Join(where, "; "), it, strings.Join(behind, " ")))
 }
 
 func (rn *Runner) interruptErr() error {
