@@ -406,6 +406,11 @@ func killSpread(points []string) []int {
 			picked[n] = true
 		}
 	})
+	return sortedPoints(picked)
+}
+
+// sortedPoints returns the numbers picked, in order.
+func sortedPoints(picked map[int]bool) []int {
 	out := make([]int, 0, len(picked))
 	for n := range picked {
 		out = append(out, n)
@@ -437,12 +442,7 @@ func flagsSpread(points []string) []int {
 			picked[n] = true
 		}
 	})
-	out := make([]int, 0, len(picked))
-	for n := range picked {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return sortedPoints(picked)
 }
 
 // powerCutPoints returns the points the power-cut mode runs of a scenario with this crash log.

@@ -52,19 +52,18 @@ type Fault struct {
 // those packets are dropped until Lift, while new connections pass. It fails when the master
 // has no such connection.
 func (c *Cluster) HoldConnections(ctx context.Context, node string) (*Fault, error) {
+	f, err := c.Connections(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Ports) == 0 {
+		return nil, fmt.Errorf("%s: hold: the master has no SSH connection to it", node)
+	}
 	n, err := c.Node(node)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := c.sshPorts(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if len(ports) == 0 {
-		return nil, fmt.Errorf("%s: hold: the master has no SSH connection to it", node)
-	}
-	f := &Fault{c: c, Ports: ports}
-	for _, p := range ports {
+	for _, p := range f.Ports {
 		f.rules = append(f.rules, []string{"-p", "tcp", "-d", n.Address, "--dport", "22", "--sport", strconv.Itoa(p), "-j", "DROP"})
 	}
 	if err := f.apply(ctx, "-I"); err != nil {
