@@ -69,7 +69,7 @@ func (c *Cluster) HoldConnections(ctx context.Context, node string) (*Fault, err
 	if err := f.apply(ctx, "-I"); err != nil {
 		return nil, fmt.Errorf("%s: hold: %w", node, err)
 	}
-	c.logf("cluster %s: the master's packets to %s held on ports %v", c.Name, node, ports)
+	c.logf("cluster %s: the master's packets to %s held on ports %v", c.Name, node, f.Ports)
 	return f, nil
 }
 
