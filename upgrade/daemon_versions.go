@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -183,32 +182,6 @@ func daemonList(list []oldDaemon) string {
 	return strings.Join(s, ", ")
 }
 
-// daemonCommand runs the daemons' stop or start command on node without the checks of
-// daemonsOn.
-func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool) (nodes.Result, error) {
-	command := r.Config.Commands.DaemonsStop
-	if start {
-		command = r.Config.Commands.DaemonsStart
-	}
-	if command == "" {
-		return nodes.Result{}, nil
-	}
-	if start {
-		if why := r.perNode.notReadyWhy(node); why != "" {
-			return nodes.Result{}, onNode(node, fmt.Errorf("its daemons were not started: %s, and they would run on what the node does not have; 'cutover upgrade --resume' redoes it", why))
-		}
-	}
-	res, err := c.RunShell(ctx, r.expand(command, node))
-	switch {
-	case err != nil:
-	case start:
-		r.perNode.started(node, r.now())
-	case res.Start > 0 && res.Boot != "" && nodes.ValidBoot(res.Boot):
-		r.perNode.stoppedBy(node, startRef{boot: res.Boot, tick: res.Start})
-	}
-	return res, err
-}
-
 // checkDaemons runs settleDaemons on every node of list: the last check before a run may end
 // done.
 func (r *Run) checkDaemons(ctx context.Context, list []nodes.Node) error {
@@ -218,24 +191,4 @@ func (r *Run) checkDaemons(ctx context.Context, list []nodes.Node) error {
 	return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
 		return r.settleDaemons(ctx, c, n.Name)
 	})
-}
-
-// settled are the online nodes the run does not leave behind: the ones that must run the
-// target's daemons when the run ends.
-func (r *Run) settled() []nodes.Node {
-	behind := r.leftBehind()
-	var out []nodes.Node
-	for _, n := range r.Online {
-		if !slices.Contains(behind, n.Name) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// leftBehind are the nodes the run leaves behind, in any of its executions, sorted: those a
-// rolling run left within its failure budget, and those declared gone with --skip-node.
-// 'cutover sync' catches them up.
-func (r *Run) leftBehind() []string {
-	return r.perNode.leftBehind(r.factsCopy(), r.Config.Strategy.MaxFailed)
 }

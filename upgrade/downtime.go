@@ -1,15 +1,10 @@
 package upgrade
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/cutover/cutover/nodes"
 )
 
 // The downtime of a run: on each node, the time its daemons were down, from the moment their
@@ -27,79 +22,6 @@ const (
 	factUpPrefix   = "up."
 	factDowntime   = "downtime"
 )
-
-// daemons runs the daemons' stop (start false) or start command on every node of list and
-// records the downtime window. A start runs the start command on every node first and only
-// then checks each node that started for daemons of another version (settleDaemons): the
-// window closes with the last start, not with the last check queued behind it when the
-// cluster has more nodes than ssh.parallel.
-func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error {
-	command := r.Config.Commands.DaemonsStop
-	if start {
-		command = r.Config.Commands.DaemonsStart
-	}
-	if command == "" {
-		return nil
-	}
-	if !start {
-		return r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-			return r.daemonsOn(ctx, c, n.Name, false)
-		})
-	}
-	var mu sync.Mutex
-	started := map[string]bool{}
-	err := r.OnNodes(ctx, list, false, func(ctx context.Context, c Conn, n nodes.Node) error {
-		if _, err := r.daemonCommand(ctx, c, n.Name, true); err != nil {
-			return err
-		}
-		r.startedAt(n.Name)
-		mu.Lock()
-		started[n.Name] = true
-		mu.Unlock()
-		return nil
-	})
-	var check []nodes.Node
-	for _, n := range list {
-		if started[n.Name] {
-			check = append(check, n)
-		}
-	}
-	return errors.Join(err, r.checkDaemons(ctx, check))
-}
-
-// daemonsOn runs the daemons' stop or start command on one node and records the window. After
-// a stop it records the node's boot identity, the one the stop ran in; after a start it checks
-// that no daemon of another version runs and that the node did not boot meanwhile
-// (settleDaemons).
-func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) error {
-	command := r.Config.Commands.DaemonsStop
-	if start {
-		command = r.Config.Commands.DaemonsStart
-	}
-	if command == "" {
-		return nil
-	}
-	if !start {
-		r.stoppingAt(node)
-	}
-	res, err := r.daemonCommand(ctx, c, node, start)
-	if err != nil {
-		return err
-	}
-	if start {
-		r.startedAt(node)
-	}
-	if !start {
-		// A stop that ran in the node's command shell ran in the boot the shell knows: no read.
-		boot := res.Boot
-		if boot == "" {
-			boot = readBoot(c, node, r.log)
-		}
-		r.stoppedAt(node, boot)
-		return nil
-	}
-	return r.settleDaemons(ctx, c, node)
-}
 
 // stoppingAt records that this execution stops node's daemons now: the node's first stop is
 // journaled (down.<node>), this execution's last one kept in memory.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/metrics"
 )
 
@@ -243,4 +244,24 @@ func (s *nodeState) leftBehind(facts map[string]string, maxFailed int) []string 
 	}
 	slices.Sort(out)
 	return out
+}
+
+// settled are the online nodes the run does not leave behind: the ones that must run the
+// target's daemons when the run ends.
+func (r *Run) settled() []nodes.Node {
+	behind := r.leftBehind()
+	var out []nodes.Node
+	for _, n := range r.Online {
+		if !slices.Contains(behind, n.Name) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// leftBehind are the nodes the run leaves behind, in any of its executions, sorted: those a
+// rolling run left within its failure budget, and those declared gone with --skip-node.
+// 'cutover sync' catches them up.
+func (r *Run) leftBehind() []string {
+	return r.perNode.leftBehind(r.factsCopy(), r.Config.Strategy.MaxFailed)
 }
