@@ -53,6 +53,8 @@ var floors = []target{
 	{"stage's floor (transfer, checksums, flush), x pdcp -r", "BenchmarkStage/", "checked-x-of-pdcp", "s/pdcp", 0.8},
 	{"stage with the master's floor (pdcp -r + cp -a + sync), s", "BenchmarkStageRun/", "s/floor", "", 0},
 	{"restage's floor (one dial round), x the first stage", "BenchmarkStageRun/", "dial-x-of-stage", "s/dial-round", 0.02},
+	{"restage's floor (a read of each node), x first stage", "BenchmarkStageRun/", "read-x-of-stage", "s/read-round", 0.02},
+	{"restage, x its floor (a read of each node)", "BenchmarkStageRun/", "restage-x-of-read", "", 0},
 }
 
 // line matches a benchmark result: its name (without the -GOMAXPROCS suffix), its count,
