@@ -157,7 +157,7 @@ func (rn *Runner) Execute(ctx context.Context, r *Run) error {
 	defer cancel()
 	go rn.onSignals(r, sigs, cancel)
 
-	rn.past = r.pastPONR
+	rn.setPast(r.pastPONR)
 	if rn.Redo && !rn.past {
 		if err := rn.undoStarted(ctx, r); err != nil {
 			return pastPONR(fmt.Errorf("run %d: undoing what its earlier execution did, before starting it again: %w; the intent is kept: fix the cause and run 'cutover upgrade --resume' or '--abort'", r.ID, err))
