@@ -196,9 +196,10 @@ func TestSlowNodeStaysConnected(t *testing.T) {
 	t.Parallel()
 	c := sshdtest.Start(t, 1)
 	s := c.Servers[0]
-	// Silent for 1.8 s of every 2 s: more than the 500 ms interval, less than
-	// the 5 intervals a connection may go without hearing from its node.
-	const interval, max = 500 * time.Millisecond, 5
+	// Silent for 1.8 s of every 2 s: more than the 1 s interval, less than the 5
+	// intervals a connection may go without hearing from its node, with room for a
+	// busy machine's slow thaw.
+	const interval, max = time.Second, 5
 	const frozen, awake = 1800 * time.Millisecond, 200 * time.Millisecond
 	p := newPool(t, c, func(cfg *nodes.SSHConfig) {
 		cfg.KeepaliveInterval, cfg.KeepaliveMax = interval, max
