@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // testConfig parses a one-node config whose paths are under root and whose master is this
@@ -21,24 +21,7 @@ func testConfig(t *testing.T, root, verify string) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`app = "app"
-version_dirs = "full"
-[paths]
-libdir = "%[1]s/usr/lib"
-datadir = "%[1]s/usr/share"
-sysconfdir = "%[1]s/etc"
-localstatedir = "%[1]s/var"
-state_dir = "%[1]s/state"
-[cluster]
-master = %[2]q
-[[cluster.node]]
-name = %[2]q
-address = "127.0.0.1"
-[commands]
-verify = %[3]q
-[config]
-file = "%[1]s/var/lib/app/config.json"
-`, root, host, verify)))
+	cfg, err := config.Parse([]byte(upgradetest.TOML{Root: root, Master: host, Commands: [][2]string{{"verify", verify}}, NoRedistribute: true}.Render()))
 	if err != nil {
 		t.Fatal(err)
 	}

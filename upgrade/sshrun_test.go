@@ -20,6 +20,7 @@ import (
 
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes/sshdtest"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // sshCluster is a cluster whose master is this host, reached locally, and whose other nodes
@@ -76,39 +77,20 @@ func newSSHCluster(tb testing.TB, c *sshdtest.Cluster, parallel int) *sshCluster
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var cluster strings.Builder
-	fmt.Fprintf(&cluster, "[cluster]\nmaster = %q\n[[cluster.node]]\nname = %q\naddress = \"127.0.0.1\"\n", host, host)
+	conf := upgradetest.TOML{Root: root, Master: host,
+		SSH: &upgradetest.TOMLSSH{User: c.User, IdentityFile: c.IdentityFile, KnownHosts: c.KnownHosts, Parallel: parallel}}
 	for i, s := range c.Servers {
-		fmt.Fprintf(&cluster, "[[cluster.node]]\nname = \"node%d\"\naddress = %q\nport = %d\n", i+2, s.Addr, s.Port)
+		conf.Nodes = append(conf.Nodes, upgradetest.TOMLNode{Name: fmt.Sprintf("node%d", i+2), Address: s.Addr, Port: s.Port})
 	}
-	config := fmt.Sprintf(`app = "app"
-version_dirs = "full"
-[paths]
-libdir = "%[1]s/usr/lib"
-datadir = "%[1]s/usr/share"
-sysconfdir = "%[1]s/etc"
-localstatedir = "%[1]s/var"
-state_dir = "%[1]s/state"
-%[2]s[ssh]
-user = %[3]q
-identity_files = [%[4]q]
-known_hosts = [%[5]q]
-parallel = %[6]d
-[commands]
-daemons_stop = "true"
-daemons_start = "true"
-queue_drain = "true"
-queue_undrain = "true"
-queue_busy = "echo 0"
-reconciler_pause = "true"
-reconciler_continue = "true"
-ensure_dirs = "true"
-post_upgrade = "true"
-verify = "true"
-[config]
-file = "%[1]s/var/lib/app/config.json"
-redistribute = ["%[1]s/var/lib/app/config.json"]
-`, root, cluster.String(), c.User, c.IdentityFile, c.KnownHosts, parallel)
+	for _, k := range []string{"daemons_stop", "daemons_start", "queue_drain", "queue_undrain", "queue_busy", "reconciler_pause",
+		"reconciler_continue", "ensure_dirs", "post_upgrade", "verify"} {
+		command := "true"
+		if k == "queue_busy" {
+			command = "echo 0"
+		}
+		conf.Commands = append(conf.Commands, [2]string{k, command})
+	}
+	config := conf.Render()
 	if err := os.WriteFile(sc.cfg, []byte(config), 0o600); err != nil {
 		tb.Fatal(err)
 	}

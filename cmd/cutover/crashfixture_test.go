@@ -22,6 +22,7 @@ import (
 	"github.com/cutover/cutover/journal"
 	"github.com/cutover/cutover/nodes/sshdtest"
 	"github.com/cutover/cutover/upgrade"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
 // The fixture of TestCrashPoints: a cluster in a temporary directory whose commands leave
@@ -311,31 +312,14 @@ func (f *crashFixture) config(o fixtureOpts) string {
 			[2]string{"node_undrain", fmt.Sprintf(": node_undrain; rm -f %s/run/nodedrained.{node}", r)},
 			[2]string{"node_verify", verify})
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `app = "app"
-version_dirs = "full"
-[paths]
-libdir = "%[1]s/usr/lib"
-datadir = "%[1]s/usr/share"
-sysconfdir = "%[1]s/etc"
-localstatedir = "%[1]s/var"
-state_dir = "%[1]s/state"
-[cluster]
-master = %[2]q
-[[cluster.node]]
-name = %[2]q
-address = "127.0.0.1"
-`, r, f.master)
+	conf := upgradetest.TOML{Root: r, Master: f.master, Commands: commands}
 	if o.ssh != nil {
 		for i, s := range o.ssh.Servers {
-			fmt.Fprintf(&b, "[[cluster.node]]\nname = %q\naddress = %q\nport = %d\n", f.nodes[i+1], s.Addr, s.Port)
+			conf.Nodes = append(conf.Nodes, upgradetest.TOMLNode{Name: f.nodes[i+1], Address: s.Addr, Port: s.Port})
 		}
-		fmt.Fprintf(&b, "[ssh]\nuser = %q\nidentity_files = [%q]\nknown_hosts = [%q]\nparallel = 8\n", o.ssh.User, o.ssh.IdentityFile, o.ssh.KnownHosts)
+		conf.SSH = &upgradetest.TOMLSSH{User: o.ssh.User, IdentityFile: o.ssh.IdentityFile, KnownHosts: o.ssh.KnownHosts, Parallel: 8}
 	}
-	b.WriteString("[commands]\n")
-	for _, c := range commands {
-		fmt.Fprintf(&b, "%s = %q\n", c[0], c[1])
-	}
+	var b strings.Builder
 	if o.redist {
 		fmt.Fprintf(&b, "restart_watch = [\"%s/var/lib/app/ssconf_*\"]\n", r)
 	}
@@ -355,12 +339,12 @@ address = "127.0.0.1"
 	if o.watch != "" {
 		fmt.Fprintf(&b, "[policy]\nwatch = %q\nwatch_interval = \"1s\"\n", o.watch)
 	}
-	fmt.Fprintf(&b, "[config]\nfile = \"%[1]s/var/lib/app/config.json\"\nredistribute = [\"%[1]s/var/lib/app/config.json\"]\n", r)
+	conf.Tables = b.String()
 	if o.execMigrate {
 		migrate := fmt.Sprintf(": migrate; echo migrate {from} {to} >> %s/run/calls; echo the migration tool refuses this config >&2; exit 1", r)
-		fmt.Fprintf(&b, "migrate = \"exec\"\nupgrade_command = %q\ndowngrade_command = %q\n", migrate, migrate)
+		conf.ConfigKeys = fmt.Sprintf("migrate = \"exec\"\nupgrade_command = %q\ndowngrade_command = %q\n", migrate, migrate)
 	}
-	return b.String()
+	return conf.Render()
 }
 
 func (f *crashFixture) path(rel string) string { return filepath.Join(f.root, rel) }

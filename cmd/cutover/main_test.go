@@ -55,32 +55,11 @@ func newLocalCluster(t *testing.T, live string, versions ...string) *localCluste
 	lc.write("var/lib/app/config.json", fmt.Sprintf("{\n  %q: \"demo\",\n  \"version\": %q\n}\n", field, live))
 	calls := filepath.Join(root, "calls")
 	rec := func(what string) string { return fmt.Sprintf("echo %s >> %s", what, calls) }
-	lc.writeConfig(fmt.Sprintf(`app = "app"
-version_dirs = "full"
-[paths]
-libdir = "%[1]s/usr/lib"
-datadir = "%[1]s/usr/share"
-sysconfdir = "%[1]s/etc"
-localstatedir = "%[1]s/var"
-state_dir = "%[1]s/state"
-[cluster]
-master = %[2]q
-[[cluster.node]]
-name = %[2]q
-address = "127.0.0.1"
-[commands]
-daemons_stop = %[3]q
-daemons_start = %[4]q
-queue_drain = %[5]q
-queue_undrain = %[6]q
-queue_busy = "echo 0"
-ensure_dirs = %[7]q
-post_upgrade = %[8]q
-verify = %[9]q
-[config]
-file = "%[1]s/var/lib/app/config.json"
-redistribute = ["%[1]s/var/lib/app/config.json"]
-`, root, host, rec("stop"), rec("start"), rec("drain"), rec("undrain"), rec("ensure-dirs"), rec("post-upgrade {from}"), rec("verify")))
+	conf := w.TOML()
+	conf.Commands = [][2]string{{"daemons_stop", rec("stop")}, {"daemons_start", rec("start")}, {"queue_drain", rec("drain")},
+		{"queue_undrain", rec("undrain")}, {"queue_busy", "echo 0"}, {"ensure_dirs", rec("ensure-dirs")},
+		{"post_upgrade", rec("post-upgrade {from}")}, {"verify", rec("verify")}}
+	lc.writeConfig(conf.Render())
 	return lc
 }
 
