@@ -3,69 +3,41 @@ package upgrade
 import (
 	"context"
 	"errors"
-	"io"
-	"io/fs"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cutover/cutover/layout"
 	"github.com/cutover/cutover/nodes"
 	"github.com/cutover/cutover/upgrade/config"
+	"github.com/cutover/cutover/upgrade/upgradetest"
 )
 
-// procConn is a node whose process check answers from a script of answers, one per call,
-// and which records every command it runs.
-type procConn struct {
-	layout.OSFS
-	mu      sync.Mutex
-	checks  []string // stdout of each process check in turn; the last one repeats
-	boot    string
-	tick    uint64 // the start time a stop command reports, 0 for none
-	calls   []string
-	kills   []string // the arguments of each kill
-	killErr error
+// initStat is a node's /proc/1/stat whose process 1 started at tick 77.
+const initStat = "1 (init) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 77 1000 10\n"
+
+// bootedNode gives node of w the boot id boot, its process 1 started at tick 77.
+func bootedNode(t *testing.T, w *upgradetest.World, node, boot string) {
+	t.Helper()
+	w.WriteFile(t, node, bootIDPath, boot+"\n")
+	w.WriteFile(t, node, initStatPath, initStat)
 }
 
-func (c *procConn) RunInput(_ context.Context, _ io.Reader, argv ...string) (nodes.Result, error) {
-	return nodes.Result{ExitCode: 127}, errors.New("unexpected command " + nodes.QuoteArgs(argv))
-}
-
-func (c *procConn) RunShell(_ context.Context, script string) (nodes.Result, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if strings.HasPrefix(script, nodes.QuoteArgs([]string{"sh", "-c", procScript, "cutover-check", "/usr/lib/app", "/usr/share/app", "/etc/app/lib", "/etc/app/share"})) {
-		c.calls = append(c.calls, "check")
-		out := c.checks[0]
-		if len(c.checks) > 1 {
-			c.checks = c.checks[1:]
+// nodeCalls returns what node of w ran, its process checks as "check" and its kills as
+// "kill", and the arguments of each kill.
+func nodeCalls(w *upgradetest.World, node string) (calls, kills []string) {
+	for _, s := range w.Sequence() {
+		cmd, ok := strings.CutPrefix(s, node+": ")
+		if !ok {
+			continue
 		}
-		return nodes.Result{Stdout: []byte(out)}, nil
+		if i := strings.Index(cmd, "cutover-kill"); i >= 0 {
+			kills = append(kills, cmd[i:])
+			cmd = "kill"
+		}
+		calls = append(calls, cmd)
 	}
-	if strings.Contains(script, killDaemonsScript) {
-		c.calls = append(c.calls, "kill")
-		c.kills = append(c.kills, script[strings.Index(script, "cutover-kill"):])
-		return nodes.Result{}, c.killErr
-	}
-	c.calls = append(c.calls, script)
-	if script == "stop" && c.tick > 0 {
-		return nodes.Result{Boot: c.boot + "/77", Start: c.tick}, nil
-	}
-	return nodes.Result{}, nil
-}
-
-func (c *procConn) WriteFileAtomic(string, []byte, fs.FileMode) error { return errors.ErrUnsupported }
-func (c *procConn) MkdirAll(string, fs.FileMode) error                { return errors.ErrUnsupported }
-
-func (c *procConn) ReadFile(name string) ([]byte, error) {
-	switch name {
-	case bootIDPath:
-		return []byte(c.boot + "\n"), nil
-	case initStatPath:
-		return []byte("1 (init) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 77 1000 10\n"), nil
-	}
-	return nil, fs.ErrNotExist
+	return calls, kills
 }
 
 // Boot ids of the tests.
@@ -163,7 +135,21 @@ func TestSettleDaemons(t *testing.T) {
 			if boot == "" {
 				boot = tt.stopBoot
 			}
-			c := &procConn{checks: tt.checks, boot: boot, tick: tt.tick, killErr: tt.killErr}
+			w := upgradetest.New(t, upgradetest.Options{})
+			bootedNode(t, w, "node2", boot)
+			w.AnswerChecks("node2", tt.checks...)
+			if tt.tick > 0 {
+				// The stop ran in the node's command shell, which knows its boot and start.
+				w.SetBoot("node2", boot+"/77")
+				w.SetStart("node2", tt.tick)
+			}
+			if tt.killErr != nil {
+				w.FailWith("node2", "cutover-kill", tt.killErr)
+			}
+			c, err := w.Node("node2")
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tt.stopBoot != "" {
 				r.stoppedAt("node2", tt.stopBoot+"/77")
 			}
@@ -181,11 +167,12 @@ func TestSettleDaemons(t *testing.T) {
 			case tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr):
 				t.Fatalf("daemonsOn: %v, want %q", err, tt.wantErr)
 			}
-			if !slices.Equal(c.calls, tt.want) {
-				t.Errorf("commands %q, want %q", c.calls, tt.want)
+			calls, kills := nodeCalls(w, "node2")
+			if !slices.Equal(calls, tt.want) {
+				t.Errorf("commands %q, want %q", calls, tt.want)
 			}
-			if !slices.Equal(c.kills, tt.wantKills) {
-				t.Errorf("kills %q, want %q", c.kills, tt.wantKills)
+			if !slices.Equal(kills, tt.wantKills) {
+				t.Errorf("kills %q, want %q", kills, tt.wantKills)
 			}
 		})
 	}
@@ -195,7 +182,14 @@ func TestSettleDaemons(t *testing.T) {
 func TestStopRecordsBoot(t *testing.T) {
 	r := testRun(&memJournal{})
 	r.Config = &config.Config{Commands: config.CommandsConfig{DaemonsStop: "stop", DaemonsStart: "start"}}
-	c := &procConn{boot: bootA, tick: 900}
+	w := upgradetest.New(t, upgradetest.Options{})
+	bootedNode(t, w, "node3", bootA)
+	w.SetBoot("node3", bootA+"/77")
+	w.SetStart("node3", 900)
+	c, err := w.Node("node3")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := r.daemonsOn(context.Background(), c, "node3", false); err != nil {
 		t.Fatal(err)
 	}
@@ -205,17 +199,6 @@ func TestStopRecordsBoot(t *testing.T) {
 	if !r.perNode.rebooted("node3", bootB+"/77") || r.perNode.rebooted("node3", bootA+"/77") {
 		t.Errorf("boot after the stop = %q, want %s", r.perNode.boots["node3"], bootA)
 	}
-}
-
-// procDialer hands out a procConn per node.
-type procDialer map[string]*procConn
-
-func (d procDialer) Conn(_ context.Context, node string) (Conn, error) {
-	c, ok := d[node]
-	if !ok {
-		return nil, errors.New(node + ": dial: no route to host")
-	}
-	return c, nil
 }
 
 // TestStatusNamesRebootedNodes: status compares each node's boot identity with the one the
@@ -232,7 +215,12 @@ func TestStatusNamesRebootedNodes(t *testing.T) {
 	r := testRun(&memJournal{})
 	r.Inventory, r.Layout = inv, lay
 	r.Config.SSH.Parallel = 4
-	r.dial = procDialer{"node1": {boot: bootA}, "node2": {boot: bootC}, "node3": {boot: bootC}}
+	w := upgradetest.New(t, upgradetest.Options{Nodes: []string{"node1", "node2", "node3", "node4"}})
+	bootedNode(t, w, "node1", bootA)
+	bootedNode(t, w, "node2", bootC)
+	bootedNode(t, w, "node3", bootC)
+	w.Down("node4")
+	r.dial = worldDialer{w}
 	boots := map[string]string{"node1": bootA + "/77", "node2": bootB + "/77", "node4": bootC + "/77"}
 	var got []string
 	for _, n := range nodeStatuses(context.Background(), r, boots) {

@@ -163,14 +163,22 @@ func (w *World) Prepared() []string {
 }
 
 // RunShell records script and succeeds, or fails with exit 7 when Fail or FailOnce asked for
-// it, or hangs unrecorded when Hang asked for it. The checks cutover makes of a node's
-// processes find none: the fake nodes run nothing.
+// it (with FailWith's error when it holds FailWith's text), or hangs unrecorded when Hang
+// asked for it. The checks cutover makes of a node's processes find none (the fake nodes run
+// nothing), or print what AnswerChecks set.
 func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error) {
 	if strings.Contains(script, "cutover-check") {
 		n.w.mu.Lock()
+		defer n.w.mu.Unlock()
 		n.w.seq = append(n.w.seq, n.name+": check")
-		n.w.mu.Unlock()
-		return nodes.Result{Node: n.name, Stdout: []byte("B \x00E\x00")}, nil
+		out := "B \x00E\x00"
+		if queued := n.w.checks[n.name]; len(queued) > 0 {
+			out = queued[0]
+			if len(queued) > 1 {
+				n.w.checks[n.name] = queued[1:]
+			}
+		}
+		return nodes.Result{Node: n.name, Stdout: []byte(out)}, nil
 	}
 	n.w.mu.Lock()
 	reached, hang := n.w.hang[n.name+" "+script]
@@ -199,6 +207,9 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 	if failOnce {
 		n.w.once[n.name+" "+script]--
 	}
+	if f, ok := n.w.failWith[n.name]; ok && strings.Contains(script, f.holds) {
+		return nodes.Result{Node: n.name, Command: script, ExitCode: 1}, f.err
+	}
 	if failOnce || n.w.fail[n.name+" "+script] {
 		return nodes.Result{Node: n.name, Command: script, ExitCode: 7, Stderr: []byte(script + " failed on demand\n")},
 			fmt.Errorf("run %q: exit 7: %s failed on demand", script, script)
@@ -207,5 +218,5 @@ func (n *Node) RunShell(ctx context.Context, script string) (nodes.Result, error
 	if queued := n.w.outs[n.name+" "+script]; len(queued) > 0 {
 		out, n.w.outs[n.name+" "+script] = queued[0], queued[1:]
 	}
-	return nodes.Result{Node: n.name, Command: script, Stdout: []byte(out), Boot: n.w.boots[n.name]}, nil
+	return nodes.Result{Node: n.name, Command: script, Stdout: []byte(out), Boot: n.w.boots[n.name], Start: n.w.starts[n.name]}, nil
 }

@@ -62,9 +62,12 @@ type World struct {
 	hang  map[string]chan struct{}   // "node command" pairs that hang once, each closed when reached
 	seen  func(node, command string) // what OnCommand set, or nil
 
-	prepared []string          // the nodes whose connection was prepared (Prepare), in order
-	boots    map[string]string // node -> the boot identity its commands' results carry (SetBoot)
-	clock    *Clock            // the fake clock the nodes' work moves on (UseClock), or nil
+	prepared []string            // the nodes whose connection was prepared (Prepare), in order
+	boots    map[string]string   // node -> the boot identity its commands' results carry (SetBoot)
+	starts   map[string]uint64   // node -> the start time its commands' results carry (SetStart)
+	checks   map[string][]string // node -> what its process checks print, in turn (AnswerChecks)
+	failWith map[string]failure  // node -> the commands that fail with an error of the test's (FailWith)
+	clock    *Clock              // the fake clock the nodes' work moves on (UseClock), or nil
 }
 
 // New builds a World for t; its directory goes with the test.
@@ -306,6 +309,45 @@ func (w *World) OnCommand(seen func(node, command string)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seen = seen
+}
+
+// failure is a command that fails with a given error: any command that holds its text.
+type failure struct {
+	holds string
+	err   error
+}
+
+// AnswerChecks makes the checks cutover makes of node's processes print outs in turn, the last
+// one from then on; by default they find none.
+func (w *World) AnswerChecks(node string, outs ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.checks == nil {
+		w.checks = map[string][]string{}
+	}
+	w.checks[node] = outs
+}
+
+// FailWith makes every command of node that holds the text holds fail from now on with exit 1
+// and err (recorded as it ran).
+func (w *World) FailWith(node, holds string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failWith == nil {
+		w.failWith = map[string]failure{}
+	}
+	w.failWith[node] = failure{holds, err}
+}
+
+// SetStart makes the results of node's commands carry the start time tick, in clock ticks
+// since the node's boot, as those of a node's command shell do (nodes.Result.Start).
+func (w *World) SetStart(node string, tick uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.starts == nil {
+		w.starts = map[string]uint64{}
+	}
+	w.starts[node] = tick
 }
 
 // Down makes node unreachable from now on.
