@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,17 +32,24 @@ func ownedPool(t *testing.T, c *sshdtest.Cluster, tag, owner string) *nodes.Pool
 	return p
 }
 
-// connRecords returns the pids of the connection records of owner on this host, root's and
-// the login's, by record file.
-func connRecords(t *testing.T, owner string) map[string]int {
+// recordDirOf returns the directory where c's login keeps records.
+func recordDirOf(t *testing.T, c *sshdtest.Cluster) string {
+	t.Helper()
+	if c.User == "root" {
+		return nodes.RootRecordDir
+	}
+	u, err := user.Lookup(c.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(u.HomeDir, ".cutover", "cmd")
+}
+
+// connRecords returns the pids of the connection records of owner in dir, by record file.
+func connRecords(t *testing.T, dir, owner string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	home, _ := os.UserHomeDir()
-	var files []string
-	for _, dir := range []string{"/run/cutover/cmd", filepath.Join(home, ".cutover/cmd")} {
-		m, _ := filepath.Glob(filepath.Join(dir, ".conn."+owner+".*"))
-		files = append(files, m...)
-	}
+	files, _ := filepath.Glob(filepath.Join(dir, ".conn."+owner+".*"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -65,6 +73,17 @@ func processComm(pid int) string {
 	return strings.TrimSpace(string(data))
 }
 
+// processRuns reports whether pid is a process that has not exited: a zombie, which its
+// parent has not waited for yet, has.
+func processRuns(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
 // TestNewerConnectionEndsOlder: a connection that cutover gave up may still deliver an SFTP
 // request once the node hears it again (a held packet), and SFTP requests carry no fence. The
 // newer connection of the same owner ends the older one on the node's side as it starts
@@ -75,12 +94,25 @@ func processComm(pid int) string {
 // another owner leaves the connection alone.
 func TestNewerConnectionEndsOlder(t *testing.T) {
 	t.Parallel()
-	c := sshdtest.Start(t, 1)
+	for _, login := range []struct {
+		name string
+		opts []sshdtest.Option
+	}{{"root", []sshdtest.Option{sshdtest.WithRootLogin()}}, {"test login", nil}} {
+		t.Run(login.name, func(t *testing.T) {
+			t.Parallel()
+			newerConnectionEndsOlder(t, sshdtest.Start(t, 1, login.opts...))
+		})
+	}
+}
+
+// newerConnectionEndsOlder is TestNewerConnectionEndsOlder with c's login.
+func newerConnectionEndsOlder(t *testing.T, c *sshdtest.Cluster) {
 	s := c.Servers[0]
 	dir := c.UserDir(t)
+	records := recordDirOf(t, c)
 	owner := fmt.Sprintf("test-%d", time.Now().UnixNano())
 	t.Cleanup(func() {
-		for f := range connRecords(t, owner) {
+		for f := range connRecords(t, records, owner) {
 			os.Remove(f)
 		}
 	})
@@ -89,7 +121,7 @@ func TestNewerConnectionEndsOlder(t *testing.T) {
 	if err := old.WriteFileAtomic(filepath.Join(dir, "first"), []byte("1"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	recs := connRecords(t, owner)
+	recs := connRecords(t, records, owner)
 	if len(recs) != 1 {
 		t.Fatalf("after the first connection's write: connection records %v, want one", recs)
 	}
@@ -114,7 +146,7 @@ func TestNewerConnectionEndsOlder(t *testing.T) {
 	if err := newer.WriteFileAtomic(filepath.Join(dir, "second"), []byte("2"), 0o600); err != nil {
 		t.Fatalf("the newer connection's write: %v", err)
 	}
-	gone := processComm(oldSSHD) == ""
+	gone := !processRuns(oldSSHD)
 	// The network heals: whatever of the old connection is still there hears its requests.
 	syscall.Kill(oldSSHD, syscall.SIGCONT)
 	select {
@@ -132,7 +164,7 @@ func TestNewerConnectionEndsOlder(t *testing.T) {
 	if !gone {
 		t.Errorf("the old connection's sshd %d still ran after the newer connection's first write", oldSSHD)
 	}
-	recs = connRecords(t, owner)
+	recs = connRecords(t, records, owner)
 	if len(recs) != 1 {
 		t.Errorf("connection records %v, want the newer one's alone", recs)
 	}
@@ -145,7 +177,7 @@ func TestNewerConnectionEndsOlder(t *testing.T) {
 	// Another owner's connection to the node leaves this one alone.
 	other := conn(t, ownedPool(t, c, owner+"-x-run-1", owner+"-x"), s.Name)
 	t.Cleanup(func() {
-		for f := range connRecords(t, owner+"-x") {
+		for f := range connRecords(t, records, owner+"-x") {
 			os.Remove(f)
 		}
 	})
