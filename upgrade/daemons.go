@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cutover/cutover/nodes"
+	"github.com/cutover/cutover/upgrade/config"
 )
 
 // The daemons' stop and start on the nodes: the configured daemons_stop and daemons_start
@@ -14,17 +15,22 @@ import (
 // boot at the stop, and after a start the check that no daemon of another version runs
 // (daemon_versions.go).
 
+// daemonsCommand is the daemons' start command (start true) or their stop command; "" for
+// none.
+func daemonsCommand(cfg *config.Config, start bool) string {
+	if start {
+		return cfg.Commands.DaemonsStart
+	}
+	return cfg.Commands.DaemonsStop
+}
+
 // daemons runs the daemons' stop (start false) or start command on every node of list and
 // records the downtime window. A start runs the start command on every node first and only
 // then checks each node that started for daemons of another version (settleDaemons): the
 // window closes with the last start, not with the last check queued behind it when the
 // cluster has more nodes than ssh.parallel.
 func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error {
-	command := r.Config.Commands.DaemonsStop
-	if start {
-		command = r.Config.Commands.DaemonsStart
-	}
-	if command == "" {
+	if daemonsCommand(r.Config, start) == "" {
 		return nil
 	}
 	if !start {
@@ -58,11 +64,7 @@ func (r *Run) daemons(ctx context.Context, list []nodes.Node, start bool) error 
 // that no daemon of another version runs and that the node did not boot meanwhile
 // (settleDaemons).
 func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) error {
-	command := r.Config.Commands.DaemonsStop
-	if start {
-		command = r.Config.Commands.DaemonsStart
-	}
-	if command == "" {
+	if daemonsCommand(r.Config, start) == "" {
 		return nil
 	}
 	if !start {
@@ -90,10 +92,7 @@ func (r *Run) daemonsOn(ctx context.Context, c Conn, node string, start bool) er
 // daemonCommand runs the daemons' stop or start command on node without the checks of
 // daemonsOn.
 func (r *Run) daemonCommand(ctx context.Context, c Conn, node string, start bool) (nodes.Result, error) {
-	command := r.Config.Commands.DaemonsStop
-	if start {
-		command = r.Config.Commands.DaemonsStart
-	}
+	command := daemonsCommand(r.Config, start)
 	if command == "" {
 		return nodes.Result{}, nil
 	}
