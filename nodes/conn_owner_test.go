@@ -142,9 +142,30 @@ func newerConnectionEndsOlder(t *testing.T, c *sshdtest.Cluster) {
 	go func() { lateDone <- old.WriteFileAtomic(late, []byte("late"), 0o600) }()
 	time.Sleep(500 * time.Millisecond)
 
+	// A record of a week ago, of a master long gone, is removed by the same reap; a fresh one
+	// of another master stays.
+	stale := filepath.Join(records, ".conn."+owner+"-gone.0123456789abcdef")
+	fresh := filepath.Join(records, ".conn."+owner+"-other.0123456789abcdef")
+	for _, f := range []string{stale, fresh} {
+		if err := os.WriteFile(f, []byte("1234 5678 boot node9\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(f) })
+	}
+	weekAgo := time.Now().Add(-8 * 24 * time.Hour)
+	if err := os.Chtimes(stale, weekAgo, weekAgo); err != nil {
+		t.Fatal(err)
+	}
+
 	newer := conn(t, ownedPool(t, c, owner+"-run-2", owner), s.Name)
 	if err := newer.WriteFileAtomic(filepath.Join(dir, "second"), []byte("2"), 0o600); err != nil {
 		t.Fatalf("the newer connection's write: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a connection record of a week ago is still there after a reap: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("another master's fresh connection record: %v, want it left alone", err)
 	}
 	gone := !processRuns(oldSSHD)
 	// The network heals: whatever of the old connection is still there hears its requests.

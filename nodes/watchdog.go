@@ -215,11 +215,12 @@ func reapLine(tag, node, fence, owner string) string {
 // (one host may be several nodes of an inventory); the reap's loop leaves it alone, as only
 // records end in a number. A tag's fence file stays when
 // its run is over (a run's later executions need it); the fence files of runs that wrote none
-// for a week are removed.
+// for a week are removed, and so are connection records of a week ago (see connScript), in the
+// same pass over the directory.
 const fenceScript = `if [ -n "$g" ] && [ -n "$cutover_dir" ]; then
 	[ -d "$cutover_dir" ] || mkdir -p -m 700 "$cutover_dir" 2>/dev/null
 	{ printf '%s\n' "$g" >"$cutover_dir/$t.$n.fence-$$" && mv -f "$cutover_dir/$t.$n.fence-$$" "$cutover_dir/$t.$n.fence"; } 2>/dev/null
-	find "$cutover_dir" -maxdepth 1 -name '*.fence' -mtime +7 -exec rm -f {} + 2>/dev/null
+	find "$cutover_dir" -maxdepth 1 \( -name '*.fence' -o -name '.conn.*' \) -mtime +7 -exec rm -f {} + 2>/dev/null
 fi
 `
 
@@ -237,7 +238,7 @@ fi
 // when it is still the same process (same boot, same start time) and is an sshd, and removes
 // the record. The owner names the master's state directory, so a master's runs end each
 // other's connections (a run's and its rollback run's), and never another master's or a
-// test's. Records of a week ago are removed. Only an SSH connection's reap carries an owner:
+// test's. Records of a week ago are removed by fenceScript's clean-up. Only an SSH connection's reap carries an owner:
 // the master's own commands have no sshd to record.
 const connScript = `if [ -n "$o" ] && [ -n "$g" ] && [ -n "$cutover_dir" ] && [ -d "$cutover_dir" ]; then
 	cutover_ppid() { set -- ${1##*) }; cutover_pp=$2; }
@@ -257,7 +258,6 @@ const connScript = `if [ -n "$o" ] && [ -n "$g" ] && [ -n "$cutover_dir" ] && [ 
 		fi
 		rm -f "$f"
 	done
-	find "$cutover_dir" -maxdepth 1 -name '.conn.*' -mtime +7 -exec rm -f {} + 2>/dev/null
 	p=$$ i=0
 	while [ $i -lt 2 ] && { read -r l </proc/"$p"/stat; } 2>/dev/null; do
 		cutover_ppid "$l"
