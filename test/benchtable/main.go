@@ -46,6 +46,9 @@ var targets = []target{
 // target of cutover's own figure: where a floor is above the target, no change to cutover can
 // meet the target on the machine measured.
 var floors = []target{
+	{"Ganeti all nodes' restart at once, x the master's restart", "BenchmarkGanetiSideBySide", "x-restart-all-of-restart", "s-down-restart-all", 1.3},
+	{"Ganeti downtime, upgrade, x all nodes' restart at once", "BenchmarkGanetiSideBySide", "x-down-up-of-restart-all", "", 0},
+	{"Ganeti downtime, downgrade, x all nodes' restart at once", "BenchmarkGanetiSideBySide", "x-down-down-of-restart-all", "", 0},
 	{"no-op run's floor (the nodes' work alone), x one dial round", "BenchmarkUpgradeRun/nodes=256", "x-floor-of-dial", "s/floor", 1.5},
 	{"no-op run's downtime floor, s", "BenchmarkUpgradeRun/nodes=256", "s-downtime-floor", "", 1.5},
 	{"no-op run, x its floor", "BenchmarkUpgradeRun/nodes=256", "x-run-of-floor", "", 0},
