@@ -368,6 +368,15 @@ func TestCommandShellCopiers(t *testing.T) {
 	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Between commands: the copier has died before the next command reaches the shell. A kill
+	// returns before its process has ended, and a copier ended while a command runs takes that
+	// command's output with it (the command fails at its timeout).
+	for deadline := time.Now().Add(10 * time.Second); !gone(copiers[0]); {
+		if time.Now().After(deadline) {
+			t.Fatalf("copier %s still runs 10 s after SIGKILL", copiers[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var replaced []string
 	for i := range 300 {
 		res, err := cn.RunShell(ctx, fmt.Sprintf("echo %d; echo e%d >&2", i, i))
