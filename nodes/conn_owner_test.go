@@ -76,12 +76,8 @@ func processComm(pid int) string {
 // processRuns reports whether pid is a process that has not exited: a zombie, which its
 // parent has not waited for yet, has.
 func processRuns(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	f, ok := statFields(strconv.Itoa(pid))
+	return ok && f[0] != "Z" && f[0] != "X"
 }
 
 // TestNewerConnectionEndsOlder: a connection that cutover gave up may still deliver an SFTP

@@ -1,7 +1,6 @@
 package nodes_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,11 +38,10 @@ func localConn(t *testing.T) *nodes.Conn {
 // procStat returns the process group and start time (field 22) of pid.
 func procStat(t *testing.T, pid int) (pgid, start string) {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
+	fields, ok := statFields(strconv.Itoa(pid))
+	if !ok {
+		t.Fatalf("process %d: no readable /proc/%d/stat", pid, pid)
 	}
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
 	return fields[2], fields[19]
 }
 

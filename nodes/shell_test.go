@@ -282,12 +282,19 @@ func shellProcs(t *testing.T, cn *nodes.Conn) (shell string, copiers []string, d
 // gone reports whether the process "PID START" has ended.
 func gone(proc string) bool {
 	pid, start, _ := strings.Cut(proc, " ")
+	f, ok := statFields(pid)
+	return !ok || f[19] != start || f[0] == "Z" || f[0] == "X"
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name: the state first, the
+// start time (clock ticks since boot) at 19. ok is false when there is no such process.
+func statFields(pid string) ([]string, bool) {
 	stat, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return true
+		return nil, false
 	}
 	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(f) < 20 || f[19] != start || f[0] == "Z"
+	return f, len(f) >= 20
 }
 
 // TestCommandShellCleansUp: a command shell that ends with its connection, between commands

@@ -149,9 +149,6 @@ func (n *Node) Prepare(ctx context.Context) error {
 func (w *World) SetBoot(node, boot string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.boots == nil {
-		w.boots = map[string]string{}
-	}
 	w.boots[node] = boot
 }
 

@@ -87,7 +87,8 @@ func New(t testing.TB, o Options) *World {
 	}
 	w := &World{Dir: t.TempDir(), App: o.App, Master: o.Nodes[0], nodes: map[string]*Node{}, names: o.Nodes,
 		calls: map[string][]string{}, fail: map[string]bool{}, down: map[string]bool{}, out: map[string]string{}, outs: map[string][]string{}, once: map[string]int{},
-		hang: map[string]chan struct{}{}}
+		hang: map[string]chan struct{}{}, boots: map[string]string{}, starts: map[string]uint64{}, checks: map[string][]string{},
+		failWith: map[string]failure{}}
 	if o.Rooted {
 		w.rooted = filepath.Join(w.Dir, w.Master)
 	}
@@ -322,9 +323,6 @@ type failure struct {
 func (w *World) AnswerChecks(node string, outs ...string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.checks == nil {
-		w.checks = map[string][]string{}
-	}
 	w.checks[node] = outs
 }
 
@@ -333,9 +331,6 @@ func (w *World) AnswerChecks(node string, outs ...string) {
 func (w *World) FailWith(node, holds string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.failWith == nil {
-		w.failWith = map[string]failure{}
-	}
 	w.failWith[node] = failure{holds, err}
 }
 
@@ -344,9 +339,6 @@ func (w *World) FailWith(node, holds string, err error) {
 func (w *World) SetStart(node string, tick uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.starts == nil {
-		w.starts = map[string]uint64{}
-	}
 	w.starts[node] = tick
 }
 
