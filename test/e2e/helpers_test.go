@@ -171,10 +171,17 @@ func checkQueue(t *testing.T, c *cluster.Cluster, ids []string) {
 // runs reads the master's journal.
 func runs(t *testing.T, c *cluster.Cluster) []journal.Run {
 	t.Helper()
-	data, err := c.ReadFile(context.Background(), c.Master, "/var/lib/cutover/journal.db")
+	// The copy is taken under a shared lock of the journal file, as cutover's own readers take
+	// it: a run may be writing it meanwhile (a watch, a boot resume), and a copy of its bytes
+	// in the middle of a transaction is no journal.
+	res, err := c.Exec(context.Background(), c.Master, "sh", "-c", `[ -e "$1" ] && exec flock -s "$1" cat -- "$1"`, "read", "/var/lib/cutover/journal.db")
+	if err == nil {
+		err = res.Err()
+	}
 	if err != nil {
 		t.Fatalf("read journal: %v", err)
 	}
+	data := []byte(res.Stdout)
 	path := filepath.Join(t.TempDir(), "journal.db")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
