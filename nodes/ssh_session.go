@@ -181,11 +181,15 @@ func (c *sshClient) exec(ses session, line string, stdout, stderr io.Writer, sta
 	started()
 
 	output := make(chan struct{})
+	// The copies write through a gate that the exec shuts as it returns: output that arrives
+	// after the grace, from a process the command left running, is dropped, never written
+	// into the caller's writers while the caller reads them.
+	gate := &outputGate{}
 	go func() {
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); io.Copy(stdout, ch) }()
-		go func() { defer wg.Done(); io.Copy(stderr, ch.Stderr()) }()
+		go func() { defer wg.Done(); io.Copy(gate.to(stdout), ch) }()
+		go func() { defer wg.Done(); io.Copy(gate.to(stderr), ch.Stderr()) }()
 		wg.Wait()
 		close(output)
 	}()
@@ -206,7 +210,40 @@ func (c *sshClient) exec(ses session, line string, stdout, stderr io.Writer, sta
 	case <-output:
 	case <-grace.C:
 	}
+	gate.shut()
 	return res
+}
+
+// outputGate passes a session's output on to its writers until it is shut.
+type outputGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// to returns a writer that writes to w while the gate is open and drops what comes after.
+func (g *outputGate) to(w io.Writer) io.Writer {
+	return gatedWriter{g, w}
+}
+
+// shut ends the writing: once it returns, no write reaches the writers.
+func (g *outputGate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+type gatedWriter struct {
+	g *outputGate
+	w io.Writer
+}
+
+func (gw gatedWriter) Write(p []byte) (int, error) {
+	gw.g.mu.Lock()
+	defer gw.g.mu.Unlock()
+	if gw.g.closed {
+		return len(p), nil
+	}
+	return gw.w.Write(p)
 }
 
 var errNoExitStatus = errors.New("session ended without an exit status")
