@@ -70,14 +70,33 @@ type nodeState struct {
 	Daemon     string
 }
 
+// stateScript prints what stateOf and checkAt read of a node in one exec (each exec costs the
+// machine a tenth of a CPU second, and these checks run thousands of times): the two links,
+// the config's checksum, the config itself and the daemon's status, each ended by a NUL. It
+// fails if a link, the checksum or the config cannot be read; the status is what it prints.
+const stateScript = `l=$(readlink /etc/demoapp/lib) && s=$(readlink /etc/demoapp/share) && ` +
+	`h=$(sha256sum /var/lib/demoapp/config.json) && j=$(cat /var/lib/demoapp/config.json) || exit 1
+d=$(` + demoapp + ` daemon status)
+printf '%s\0' "$l" "$s" "$h" "$j" "$d"`
+
+// probe reads a node's state and its config in one exec.
+func probe(t *testing.T, c *cluster.Cluster, node string) (nodeState, string) {
+	t.Helper()
+	res := sh(t, c, node, stateScript)
+	f := strings.Split(res.Stdout, "\x00")
+	if res.ExitCode != 0 || len(f) != 6 || f[5] != "" {
+		t.Fatalf("%s: reading the links, the config and the daemon: exit %d\n%q%s", node, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	for i := range f {
+		f[i] = strings.TrimSpace(f[i])
+	}
+	return nodeState{Lib: f[0], Share: f[1], Config: f[2], Daemon: f[4]}, f[3]
+}
+
 func stateOf(t *testing.T, c *cluster.Cluster, node string) nodeState {
 	t.Helper()
-	return nodeState{
-		Lib:    must(t, c, node, "readlink /etc/demoapp/lib"),
-		Share:  must(t, c, node, "readlink /etc/demoapp/share"),
-		Config: must(t, c, node, "sha256sum /var/lib/demoapp/config.json"),
-		Daemon: strings.TrimSpace(sh(t, c, node, demoapp+" daemon status").Stdout),
-	}
+	st, _ := probe(t, c, node)
+	return st
 }
 
 // snapshot is everything a refused or rolled-back run must leave as it was: every node's
@@ -88,9 +107,9 @@ func snapshot(t *testing.T, c *cluster.Cluster) string {
 	for _, n := range c.Nodes {
 		fmt.Fprintf(&b, "%s: %+v\n", n.Name, stateOf(t, c, n.Name))
 	}
-	fmt.Fprintf(&b, "drained: %d\n", sh(t, c, c.Master, demoapp+" queue drained").ExitCode)
-	fmt.Fprintf(&b, "watcher paused: %d\n", sh(t, c, c.Master, demoapp+" watcher paused").ExitCode)
-	fmt.Fprintf(&b, "intent: %d\n", sh(t, c, c.Master, "test -e /var/lib/cutover/intent.json").ExitCode)
+	b.WriteString(sh(t, c, c.Master, demoapp+` queue drained >/dev/null 2>&1; echo "drained: $?"; `+
+		demoapp+` watcher paused >/dev/null 2>&1; echo "watcher paused: $?"; `+
+		`test -e /var/lib/cutover/intent.json; echo "intent: $?"`).Stdout)
 	return b.String()
 }
 
@@ -99,7 +118,7 @@ func snapshot(t *testing.T, c *cluster.Cluster) string {
 func checkAt(t *testing.T, c *cluster.Cluster, version string, names ...string) {
 	t.Helper()
 	for _, node := range names {
-		st := stateOf(t, c, node)
+		st, config := probe(t, c, node)
 		if st.Lib != "/usr/lib/demoapp/"+version || st.Share != "/usr/share/demoapp/"+version {
 			t.Errorf("%s: links -> %s, %s; want version %s", node, st.Lib, st.Share, version)
 		}
@@ -112,7 +131,7 @@ func checkAt(t *testing.T, c *cluster.Cluster, version string, names ...string) 
 			Nodes   map[string]map[string]any
 			Queue   map[string]any
 		}
-		if err := json.Unmarshal([]byte(must(t, c, node, "cat /var/lib/demoapp/config.json")), &conf); err != nil {
+		if err := json.Unmarshal([]byte(config), &conf); err != nil {
 			t.Fatalf("%s: config: %v", node, err)
 		}
 		if conf.Version != version {
