@@ -192,7 +192,7 @@ type crashResults struct {
 	broken    []string       // scenarios whose reference run failed
 }
 
-// TestCrashPoints kills cutover at a spread of the crash points (killSpread; with
+// TestCrashPoints kills cutover at a spread of the crash points (pointSpread; with
 // CUTOVER_CRASH_ALL=1 at every one) of an upgrade, a downgrade, two undos, an
 // abort, two resumes, a resume of a killed resume, a backup restore, a sync, a stage and a
 // prune, and checks the crash model's invariant after the recovery (see the comment at the top
@@ -304,7 +304,7 @@ func (sc crashScenario) start(base string, slots chan struct{}, disks *powerDisk
 		} else if !sc.powerCut && sc.fix.flagsSet && os.Getenv(crashAllEnv) != "1" {
 			which = flagsSpread(ref.points)
 		} else if !sc.powerCut && os.Getenv(crashAllEnv) != "1" {
-			which = killSpread(ref.points)
+			which = pointSpread(ref.points)
 		} else {
 			for n := 1; n <= ref.count; n++ {
 				which = append(which, n)

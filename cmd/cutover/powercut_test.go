@@ -39,7 +39,7 @@ import (
 // of the application, which cutover changes by commands, not by files), and test/, the test's
 // own logs; both are bind-mounted from beside the disk.
 //
-// make test cuts the power at a spread of each scenario's points (powerCutSpread); with
+// make test cuts the power at a spread of each scenario's points (pointSpread); with
 // CUTOVER_CRASH_ALL=1 (make crash-all) at every point.
 
 // crashAllEnv makes the power-cut mode cut the power at every crash point.
@@ -357,12 +357,15 @@ func pointKind(desc string) (kind, stage string) {
 	return words[0], ""
 }
 
-// powerCutSpread returns the points of a scenario's crash log that make test cuts the power
-// at: every record that ends a stage (done, undone, failed: where the journal claims an
+// pointSpread returns the points of a scenario's crash log that make test kills cutover at
+// and cuts the power at (make crash-all: every point): every record that ends a stage (done, undone, failed: where the journal claims an
 // effect, and the point after the stage's last effect), the first point of every other kind
 // of effect (a command started or finished, a symlink, a rename, a write, the intent, a
-// backup, a config migration, every kind of journal record), and the last point.
-func powerCutSpread(points []string) []int {
+// backup, a config migration, every kind of journal record), and the last point. The points
+// it leaves out repeat a kind of effect already tried (another command's, another node's,
+// another file's, another stage's start): about half of them, and most of a rolling budget's
+// waits.
+func pointSpread(points []string) []int {
 	var out []int
 	kinds := map[string]bool{}
 	eachPoint(points, func(n int, desc, kind, stage string) {
@@ -389,26 +392,6 @@ func eachPoint(points []string, fn func(n int, desc, kind, stage string)) {
 	}
 }
 
-// killSpread returns the points of a scenario's crash log that make test kills cutover at
-// (make crash-all kills it at every point): those of powerCutSpread — every stage's end, the
-// first point of every kind of effect (a command started and finished, a symlink, a rename, a
-// write, the intent, a backup, each kind of journal record) and the last point — and every
-// stage's start, so that every stage is killed on its way in and on its way out. The points it
-// leaves out repeat a kind of effect already killed (another command's, another node's,
-// another file's): about half of them, and most of a rolling budget's waits.
-func killSpread(points []string) []int {
-	picked := map[int]bool{}
-	for _, n := range powerCutSpread(points) {
-		picked[n] = true
-	}
-	eachPoint(points, func(n int, desc, kind, stage string) {
-		if kind == "journal: started" {
-			picked[n] = true
-		}
-	})
-	return sortedPoints(picked)
-}
-
 // sortedPoints returns the numbers picked, in order.
 func sortedPoints(picked map[int]bool) []int {
 	out := make([]int, 0, len(picked))
@@ -423,14 +406,14 @@ func sortedPoints(picked map[int]bool) []int {
 var flagStages = []string{"preflight", "drain", "pause-reconciler", "undrain", "finish"}
 
 // flagsSpread returns the points of a flags-set scenario's crash log that make test kills
-// cutover at: those of powerCutSpread, every point of a command on the queue or the
+// cutover at: those of pointSpread, every point of a command on the queue or the
 // reconciler, every journal record of a stage that reads or changes the flags, and every
 // record of the run's way (travel, the point of no return, its end), which decides whether
 // a recovery puts them back. Elsewhere a flags-set run does what its flags-clear twin does,
-// which make test kills at its kill spread; make crash-all kills both at every point.
+// which make test kills at the spread; make crash-all kills both at every point.
 func flagsSpread(points []string) []int {
 	picked := map[int]bool{}
-	for _, n := range powerCutSpread(points) {
+	for _, n := range pointSpread(points) {
 		picked[n] = true
 	}
 	eachPoint(points, func(n int, desc, kind, stage string) {
@@ -454,7 +437,7 @@ func powerCutPoints(points []string) []int {
 		}
 		return all
 	}
-	return powerCutSpread(points)
+	return pointSpread(points)
 }
 
 // checkDurable checks, right after the power came back and before any recovery, that the
@@ -633,9 +616,9 @@ func readArchive(path string) error {
 	return err
 }
 
-// TestPowerCutSpread: the spread of an upgrade's points holds every stage's end and every
+// TestPointSpread: the spread of an upgrade's points holds every stage's end and every
 // kind of point once, and is a fraction of them.
-func TestPowerCutSpread(t *testing.T) {
+func TestPointSpread(t *testing.T) {
 	points := []string{
 		"1 journal: create run 1",
 		"2 journal: preflight started",
@@ -655,10 +638,10 @@ func TestPowerCutSpread(t *testing.T) {
 		"16 intent removed",
 		"17 journal: finish done",
 	}
-	got := powerCutSpread(points)
+	got := pointSpread(points)
 	want := []int{1, 2, 3, 4, 5, 7, 8, 11, 12, 13, 15, 16, 17}
 	if !slices.Equal(got, want) {
-		t.Errorf("powerCutSpread() = %v, want %v", got, want)
+		t.Errorf("pointSpread() = %v, want %v", got, want)
 	}
 	for _, c := range []struct{ desc, kind, stage string }{
 		{"journal: config-upgrade done", "journal: done", "config-upgrade"},
@@ -671,39 +654,6 @@ func TestPowerCutSpread(t *testing.T) {
 		if kind, stage := pointKind(c.desc); kind != c.kind || stage != c.stage {
 			t.Errorf("pointKind(%q) = %q, %q, want %q, %q", c.desc, kind, stage, c.kind, c.stage)
 		}
-	}
-}
-
-// TestKillSpread: the kill mode's spread holds the power cut's and every stage's start: node2's
-// symlink and rename in the switch, but not vm's, which repeat them; the first command started
-// and finished, not the later ones.
-func TestKillSpread(t *testing.T) {
-	points := []string{
-		"1 journal: create run 1",
-		"2 journal: stop started",
-		"3 node2: command started: : daemons_stop",
-		"4 node2: command finished: : daemons_stop",
-		"5 vm: command started: : daemons_stop",
-		"6 vm: command finished: : daemons_stop",
-		"7 journal: stop done",
-		"8 journal: switch started",
-		"9 node2: symlink $ROOT/etc/app/.lib.cutover-X",
-		"10 node2: rename $ROOT/etc/app/.lib.cutover-X to $ROOT/etc/app/lib",
-		"11 vm: symlink $ROOT/etc/app/.lib.cutover-Y",
-		"12 vm: rename $ROOT/etc/app/.lib.cutover-Y to $ROOT/etc/app/lib",
-		"13 journal: switch done",
-		"14 journal: start started",
-		"15 node2: command started: : daemons_start",
-		"16 node2: command finished: : daemons_start",
-		"17 vm: command started: : daemons_start",
-		"18 vm: command finished: : daemons_start",
-		"19 journal: start done",
-		"20 journal: finish done",
-	}
-	got := killSpread(points)
-	want := []int{1, 2, 3, 4, 7, 8, 9, 10, 13, 14, 19, 20}
-	if !slices.Equal(got, want) {
-		t.Errorf("killSpread() = %v, want %v", got, want)
 	}
 }
 
