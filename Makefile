@@ -42,15 +42,21 @@ deps:
 # more for the CPU than it does); the bound stays under the 90 minutes a CI run may take.
 #
 # The Ganeti scenarios run one after another on one cluster for a quarter of an hour, mostly
-# waiting for it: they start first, beside every other package, instead of after them.
-test: deps lint deb deb-testhooks images
-	@export CUTOVER_DEB="$(CURDIR)/$(DEB)" CUTOVER_TEST_DEB="$(CURDIR)/$(TEST_DEB)"; \
+# waiting for it: they start first, as soon as the images are there (they build their own
+# cutover), beside every other package, instead of after them. The lint and the fuzz targets
+# run beside the tests too: the machine is busy all through the suite, so work done beside it
+# costs only its CPU, and work done after it costs its whole time. Their output follows.
+test: deps images
+	@mkdir -p bin; export CUTOVER_DEB="$(CURDIR)/$(DEB)" CUTOVER_TEST_DEB="$(CURDIR)/$(TEST_DEB)"; \
 	  $(GO) test -count=1 -timeout 75m ./test/ganeti/ >bin/ganeti-test.log 2>&1 & ganeti=$$!; \
 	  echo "go test ./test/ganeti/ (beside the others; its output follows theirs)"; \
-	  rc=0; $(GO) test -count=1 -timeout 85m -parallel 4 $$($(GO) list ./... | grep -v '/test/ganeti$$' | grep -vxF "$$($(GO) list $(RACE_PKGS))") || rc=$$?; \
+	  { $(MAKE) --no-print-directory lint && $(MAKE) --no-print-directory fuzz; } >bin/lint-fuzz.log 2>&1 & checks=$$!; \
+	  echo "make lint fuzz (beside the tests; their output follows)"; \
+	  rc=0; $(MAKE) --no-print-directory deb deb-testhooks || rc=$$?; \
+	  [ $$rc != 0 ] || $(GO) test -count=1 -timeout 85m -parallel 4 $$($(GO) list ./... | grep -v '/test/ganeti$$' | grep -vxF "$$($(GO) list $(RACE_PKGS))") || rc=$$?; \
+	  wait $$checks || rc=$$?; cat bin/lint-fuzz.log; \
 	  wait $$ganeti || rc=$$?; cat bin/ganeti-test.log; exit $$rc
 	@$(MAKE) --no-print-directory race
-	@$(MAKE) --no-print-directory fuzz
 
 # The packages whose tests run cutover's own goroutines (connections, keepalives, fan-out,
 # staging streams), under the race detector, about a minute and a half; make test runs them
