@@ -69,8 +69,9 @@ race:
 
 # The crash-point test killing cutover and cutting the power at every crash point of every
 # scenario (make test kills it at a spread of them, every stage's end and the first point of
-# every kind, about half of them; cuts the power at the same spread; and leaves out the power cut of the scenarios with the queue and
-# reconciler flags set, whose file operations are the same as with them clear); then the
+# every kind; cuts the power at the same spread; and leaves out the power cut of the scenarios
+# with the queue and reconciler flags set, whose file operations are the same as with them
+# clear); then the
 # container cluster's network faults (a cut both ways, one way, a held connection) at every
 # stage boundary of an upgrade and every batch of a rolling one (make test runs a spread). The
 # power cut mounts a small ext4 per point, so it needs root and loop devices.

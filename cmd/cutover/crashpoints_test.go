@@ -283,8 +283,9 @@ type crashOutcome struct {
 	err    error // the reference run failed: no point was tried
 }
 
-// start enumerates the crash points of sc in the background, on the shared pool of slots: all
-// of them, or in the power-cut mode those powerCutPoints picks, each on a disk of disks.
+// start enumerates the crash points of sc in the background, on the shared pool of slots: the
+// spread (pointSpread; flagsSpread with the flags set), or all of them with crashAllEnv set and
+// for a node's power cut; in the power-cut mode each on a disk of disks.
 func (sc crashScenario) start(base string, slots chan struct{}, disks *powerDisks) <-chan crashOutcome {
 	done := make(chan crashOutcome, 1)
 	go func() {
@@ -299,16 +300,15 @@ func (sc crashScenario) start(base string, slots chan struct{}, disks *powerDisk
 			return
 		}
 		var which []int
-		if sc.powerCut && sc.nodeCut == "" {
-			which = powerCutPoints(ref.points)
-		} else if !sc.powerCut && sc.fix.flagsSet && os.Getenv(crashAllEnv) != "1" {
-			which = flagsSpread(ref.points)
-		} else if !sc.powerCut && os.Getenv(crashAllEnv) != "1" {
-			which = pointSpread(ref.points)
-		} else {
+		switch {
+		case os.Getenv(crashAllEnv) == "1", sc.nodeCut != "":
 			for n := 1; n <= ref.count; n++ {
 				which = append(which, n)
 			}
+		case sc.fix.flagsSet:
+			which = flagsSpread(ref.points)
+		default:
+			which = pointSpread(ref.points)
 		}
 		points := make([]crashPoint, len(which))
 		var wg sync.WaitGroup

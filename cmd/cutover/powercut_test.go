@@ -42,7 +42,7 @@ import (
 // make test cuts the power at a spread of each scenario's points (pointSpread); with
 // CUTOVER_CRASH_ALL=1 (make crash-all) at every point.
 
-// crashAllEnv makes the power-cut mode cut the power at every crash point.
+// crashAllEnv makes the crash-point test kill cutover and cut the power at every crash point.
 const crashAllEnv = "CUTOVER_CRASH_ALL"
 
 const (
@@ -426,18 +426,6 @@ func flagsSpread(points []string) []int {
 		}
 	})
 	return sortedPoints(picked)
-}
-
-// powerCutPoints returns the points the power-cut mode runs of a scenario with this crash log.
-func powerCutPoints(points []string) []int {
-	if os.Getenv(crashAllEnv) == "1" {
-		all := make([]int, len(points))
-		for i := range all {
-			all[i] = i + 1
-		}
-		return all
-	}
-	return pointSpread(points)
 }
 
 // checkDurable checks, right after the power came back and before any recovery, that the

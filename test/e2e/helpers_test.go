@@ -93,6 +93,7 @@ func probe(t *testing.T, c *cluster.Cluster, node string) (nodeState, string) {
 	return nodeState{Lib: f[0], Share: f[1], Config: f[2], Daemon: f[4]}, f[3]
 }
 
+// stateOf reads a node's links, config checksum and daemon status.
 func stateOf(t *testing.T, c *cluster.Cluster, node string) nodeState {
 	t.Helper()
 	st, _ := probe(t, c, node)
