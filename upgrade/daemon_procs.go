@@ -48,7 +48,9 @@ import (
 //	PID/cmdline:ARG
 //
 // An executable's newlines are given as \x01. A process that ends while it is listed is left
-// out. It changes nothing.
+// out. It changes nothing. A process's status is read only for a process it may list (one in a
+// tree, named by a pid file, or an interpreter): the shell reads a file a byte at a time, and a
+// busy node has hundreds of processes of root (BenchmarkProcListing).
 const procScript = `lb=$1 sb=$2 ll=$3 sl=$4 users=$5
 shift 5
 cutover_st() { set -- ${1##*) }; st=${20} state=$1; }
@@ -100,8 +102,13 @@ while read -r d o e; do
 		intree "$e" && printf 'X %s %s %s\000' "$d" "$o" "$e"
 		continue
 	fi
+	w= it=
+	intree "$e" && w=1
+	case " $pids " in *" $d "*) w=1;; esac
+	case ${e##*/} in python*|perl*|ruby*|sh|bash|dash|ash|ksh*|mksh|zsh|node|nodejs|php*|lua*|tclsh*|java) w=1 it=1;; esac
+	[ -n "$w" ] || continue
 	ru= eu= su= fu=
-	{ while read -r w a1 a2 a3 a4; do [ "$w" = Uid: ] && { ru=$a1 eu=$a2 su=$a3 fu=$a4; break; }; done <"$d/status"; } 2>/dev/null
+	{ while read -r x a1 a2 a3 a4; do [ "$x" = Uid: ] && { ru=$a1 eu=$a2 su=$a3 fu=$a4; break; }; done <"$d/status"; } 2>/dev/null
 	case $ru in ""|*[!0-9]*) continue;; esac
 	if ! { inu "$ru" && inu "$eu" && inu "$su" && inu "$fu"; }; then
 		intree "$e" && printf 'X %s %s %s\000' "$d" "$ru" "$e"
@@ -109,11 +116,7 @@ while read -r d o e; do
 	fi
 	st=; { read -r x <"$d/stat"; } 2>/dev/null && cutover_st "$x"
 	case $st in ""|*[!0-9]*) continue;; esac
-	w=
-	intree "$e" && w=1
-	case " $pids " in *" $d "*) w=1;; esac
-	case ${e##*/} in python*|perl*|ruby*|sh|bash|dash|ash|ksh*|mksh|zsh|node|nodejs|php*|lua*|tclsh*|java) w=1; ip="$ip $d/cmdline";; esac
-	[ -n "$w" ] || continue
+	[ -z "$it" ] || ip="$ip $d/cmdline"
 	mp="$mp $d/maps"
 	printf 'P %s %s %s %s %s %s %s\000' "$d" "$ru" "$eu" "$su" "$fu" "$st" "$e"
 done
