@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // localTransport runs the master's commands on this host, under the watchdog (see
@@ -32,6 +35,7 @@ func (t localTransport) run(ctx context.Context, cmd *command, stdout, stderr io
 	select {
 	case <-p.exited:
 		p.finish()
+		removeLocalRecord(cmd.tag, p.cmd.Process.Pid)
 	case <-ctx.Done():
 		p.stop()
 		return outcome{code: -1}, ctx.Err()
@@ -257,6 +261,34 @@ func (p *localProc) closeOutput(grace time.Duration) {
 // cron has only /usr/bin:/bin, where tools such as Ganeti's daemon-util find no
 // start-stop-daemon and silently do nothing.
 const localPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// removeLocalRecord removes the record of the master's command pid under tag (none for ""),
+// once the command has exited by itself and its watcher read "done": the watchdog's watcher
+// removes the records of commands over SSH, cutover those of its own. The record lies where
+// recordDirScript puts it: rootRecordDir when /run is writable, otherwise ~/.cutover/cmd. A
+// record that is not there (the watchdog could not write it) is no error; one left behind is
+// removed by the tag's next reap.
+func removeLocalRecord(tag string, pid int) {
+	if tag == "" {
+		return
+	}
+	runWritable := unix.Faccessat(unix.AT_FDCWD, "/run", unix.W_OK, unix.AT_EACCESS) == nil
+	if dir := recordDir(runWritable, os.Getenv("HOME")); dir != "" {
+		os.Remove(filepath.Join(dir, tag+"."+strconv.Itoa(pid)))
+	}
+}
+
+// recordDir is recordDirScript's rule: rootRecordDir when /run is writable, otherwise the
+// login's ~/.cutover/cmd, "" without a home.
+func recordDir(runWritable bool, home string) string {
+	switch {
+	case runWritable:
+		return rootRecordDir
+	case home == "":
+		return ""
+	}
+	return filepath.Join(home, ".cutover", "cmd")
+}
 
 // LocalEnv is cutover's environment with PATH set to localPath, for every command it runs on
 // the master.

@@ -33,9 +33,11 @@ import (
 // gone: a Run that stops a
 // command returns once its process group is gone. When the command ends by
 // itself, sshd closes its standard input; locally cutover writes "done"
-// first. Either way the watcher removes the record and exits without
-// killing anything, so processes the command started in the background
-// (daemons) keep running, as they always did.
+// first. Either way the watcher exits without killing anything, so
+// processes the command started in the background (daemons) keep running,
+// as they always did; over SSH it removes the record first, and locally
+// cutover removes it (removeLocalRecord), which spares every command of the
+// master a process of its own for the removal.
 //
 // The watcher stays in the command's process group from its fork to its
 // end, ignoring SIGTERM, and dies of its own SIGKILL. That is what makes the
@@ -150,7 +152,7 @@ fi
 	if [ -n "$k" ] && { [ "$2" != ssh ] || kill -0 $$ 2>/dev/null; }; then
 		exec sh -c '` + killerScript + `' cutover-kill "$cutover_pg" "$cutover_rec"
 	fi
-	[ -z "$cutover_rec" ] || exec rm -f "$cutover_rec"
+	[ -z "$cutover_rec" ] || [ "$2" != ssh ] || exec rm -f "$cutover_rec"
 } <&3 4>&1 >/dev/null 2>&1 &
 exec sh -c "$1" 3<&-
 `
