@@ -45,7 +45,9 @@ deps:
 # waiting for it: they start first, as soon as the images are there (they build their own
 # cutover), beside every other package, instead of after them. The lint and the fuzz targets
 # run beside the tests too: the machine is busy all through the suite, so work done beside it
-# costs only its CPU, and work done after it costs its whole time. Their output follows.
+# costs only its CPU, and work done after it costs its whole time. Their output follows. The
+# race detector's packages (make race) run when the other packages are done, beside the
+# Ganeti scenarios' last minutes, when those leave the machine half idle.
 test: deps images
 	@mkdir -p bin; export CUTOVER_DEB="$(CURDIR)/$(DEB)" CUTOVER_TEST_DEB="$(CURDIR)/$(TEST_DEB)"; \
 	  $(GO) test -count=1 -timeout 75m ./test/ganeti/ >bin/ganeti-test.log 2>&1 & ganeti=$$!; \
@@ -54,13 +56,13 @@ test: deps images
 	  echo "make lint fuzz (beside the tests; their output follows)"; \
 	  rc=0; $(MAKE) --no-print-directory deb deb-testhooks || rc=$$?; \
 	  [ $$rc != 0 ] || $(GO) test -count=1 -timeout 85m -parallel 4 $$($(GO) list ./... | grep -v '/test/ganeti$$' | grep -vxF "$$($(GO) list $(RACE_PKGS))") || rc=$$?; \
+	  [ $$rc != 0 ] || $(MAKE) --no-print-directory race || rc=$$?; \
 	  wait $$checks || rc=$$?; cat bin/lint-fuzz.log; \
 	  wait $$ganeti || rc=$$?; cat bin/ganeti-test.log; exit $$rc
-	@$(MAKE) --no-print-directory race
 
 # The packages whose tests run cutover's own goroutines (connections, keepalives, fan-out,
 # staging streams), under the race detector, about a minute and a half; make test runs them
-# only here, after the others, not once more without it (the same tests, the same code: a
+# only here, after the other packages, not once more without it (the same tests, the same code: a
 # second run cost the suite a minute). The crash-point and container tests run cutover as a
 # separate program and gain nothing from it.
 RACE_PKGS = ./nodes/... ./upgrade/... ./journal/... ./layout/... ./cfgupgrade/...
