@@ -145,7 +145,8 @@
 // of it: a file named TAG.PID in /run/cutover/cmd (mode 0700) for root, in
 // ~/.cutover/cmd for other logins (and for root when /run is missing),
 // holding the command's process group, pid, start time, boot id and node
-// name. The watcher removes it when the command ends or is killed. Before a
+// name. The watcher removes it when the command ends or is killed; for a
+// command of the master that ends by itself, cutover does. Before a
 // connection of a tagged pool is first handed out by [Pool.Conn] or first
 // runs a command (in a new pool, or dialed again after the last connection
 // was lost), every command recorded on the node under the same tag and node

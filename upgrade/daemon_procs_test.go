@@ -283,12 +283,23 @@ func BenchmarkProcListing(b *testing.B) {
 		}
 		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
+	// The version trees and the links exist, as on a node, so the listing takes its whole path.
 	dir := b.TempDir()
-	lib, share := filepath.Join(dir, "usr/lib/app"), filepath.Join(dir, "usr/share/app")
+	lib, share, etc := filepath.Join(dir, "usr/lib/app"), filepath.Join(dir, "usr/share/app"), filepath.Join(dir, "etc/app")
+	for _, d := range []string{filepath.Join(lib, "1.0"), filepath.Join(share, "1.0"), etc} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{{filepath.Join(lib, "1.0"), filepath.Join(etc, "lib")}, {filepath.Join(share, "1.0"), filepath.Join(etc, "share")}} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ResetTimer()
 	for range b.N {
-		out, err := exec.Command("sh", "-c", procScript, "cutover-check", lib, share, filepath.Join(dir, "etc/app/lib"),
-			filepath.Join(dir, "etc/app/share"), "root").Output()
+		out, err := exec.Command("sh", "-c", procScript, "cutover-check", lib, share, filepath.Join(etc, "lib"),
+			filepath.Join(etc, "share"), "root").Output()
 		if err != nil {
 			b.Fatal(err)
 		}
